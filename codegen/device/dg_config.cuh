@@ -1,0 +1,35 @@
+// dyngen device layer: configuration shared by every dg_*.cuh. The device layer compiles three
+// ways: as CUDA under NVRTC (DG_ON_GPU), as host C++ with the emulation prelude
+// (DG_HOST_EMULATION, see runtime/emu/dg_emu.h), and as plain host C++, where only the scalar
+// types and conversions of dg_types.cuh are available (the runtime and tests use those).
+// No host headers are included on the GPU path: NVRTC has none.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define DG_ON_GPU 1
+#endif
+
+#if defined(DG_ON_GPU) && defined(DG_HOST_EMULATION)
+#error "DG_HOST_EMULATION is for host compilers, not for NVRTC or nvcc"
+#endif
+
+#if defined(DG_HOST_EMULATION)
+#include "dg_emu.h"  // normally force-included already; the include guard makes this free
+#endif
+
+#if defined(DG_ON_GPU) || defined(DG_HOST_EMULATION)
+#define DG_HAS_DEVICE 1  // threads, warps and shared memory exist
+#define DG_DEVICE __device__ __forceinline__
+#else
+#define DG_DEVICE inline
+#endif
+
+// The code generator emits DG_EMU_ENTRY(kernel) after every kernel; it defines the host entry
+// point under emulation (runtime/emu/dg_emu_launch.h) and nothing on a GPU.
+#if !defined(DG_HOST_EMULATION)
+#define DG_EMU_ENTRY(name)
+#endif
+
+typedef unsigned short dg_u16;
+typedef unsigned int dg_u32;
+typedef unsigned long long dg_u64;

@@ -1,0 +1,106 @@
+// dyngen device layer: the scalar helpers generated kernels call (conversions between storage
+// and compute types, math in PyTorch's formulation, symbolic-index arithmetic, atomics).
+// The code generator spells ops through these names (codegen/scalar_ops.cc).
+#pragma once
+#include "dg_device.cuh"
+
+#if !defined(DG_ON_GPU)
+#include <math.h>
+#endif
+
+// ---- index arithmetic with floor semantics (symbolic dims) ----------------------------------
+DG_DEVICE long long dg_floordiv(long long a, long long b) {
+  long long q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+DG_DEVICE long long dg_mod(long long a, long long b) { return a - dg_floordiv(a, b) * b; }
+DG_DEVICE long long dg_max_ll(long long a, long long b) { return a > b ? a : b; }
+DG_DEVICE long long dg_min_ll(long long a, long long b) { return a < b ? a : b; }
+// A gather/scatter index wrapped once like PyTorch's negative indices; -1 when out of range.
+DG_DEVICE long long dg_wrap_index(long long ix, long long n) {
+  if (ix < 0) ix += n;
+  return (ix >= 0 && ix < n) ? ix : -1;
+}
+
+// ---- conversions: storage -> compute type -> storage ------------------------------------------
+DG_DEVICE float dg_widen(dg_bf16 x) { return dg_bf16_to_float(x); }
+DG_DEVICE float dg_widen(float x) { return x; }
+DG_DEVICE double dg_widen(double x) { return x; }
+DG_DEVICE long long dg_widen(long long x) { return x; }
+DG_DEVICE long long dg_widen(int x) { return x; }
+DG_DEVICE bool dg_widen(bool x) { return x; }
+
+template <class To>
+struct dg_narrow {
+  template <class From>
+  DG_DEVICE static To from(From x) { return static_cast<To>(x); }
+};
+template <>
+struct dg_narrow<bool> {
+  template <class From>
+  DG_DEVICE static bool from(From x) { return x != From(0); }
+};
+template <>
+struct dg_narrow<dg_bf16> {
+  // double -> float -> bf16, as c10::BFloat16 does.
+  template <class From>
+  DG_DEVICE static dg_bf16 from(From x) { return dg_float_to_bf16(static_cast<float>(x)); }
+};
+
+template <class To, class From>
+DG_DEVICE To dg_convert(From x) {
+  return dg_narrow<To>::from(dg_widen(x));
+}
+
+// ---- math, overloaded for float and double ----------------------------------------------------
+DG_DEVICE float dg_exp(float x) { return expf(x); }
+DG_DEVICE double dg_exp(double x) { return exp(x); }
+DG_DEVICE float dg_log(float x) { return logf(x); }
+DG_DEVICE double dg_log(double x) { return log(x); }
+DG_DEVICE float dg_sqrt(float x) { return sqrtf(x); }
+DG_DEVICE double dg_sqrt(double x) { return sqrt(x); }
+DG_DEVICE float dg_rsqrt(float x) { return 1.0f / sqrtf(x); }
+DG_DEVICE double dg_rsqrt(double x) { return 1.0 / sqrt(x); }
+DG_DEVICE float dg_tanh(float x) { return tanhf(x); }
+DG_DEVICE double dg_tanh(double x) { return tanh(x); }
+DG_DEVICE float dg_pow(float x, float y) { return powf(x, y); }
+DG_DEVICE double dg_pow(double x, double y) { return pow(x, y); }
+DG_DEVICE float dg_erf(float x) { return erff(x); }
+DG_DEVICE double dg_erf(double x) { return erf(x); }
+
+template <class T>
+DG_DEVICE T dg_abs(T x) { return x < T(0) ? -x : x; }
+template <class T>
+DG_DEVICE T dg_reciprocal(T x) { return T(1) / x; }
+template <class T>
+DG_DEVICE T dg_relu(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
+template <class T>
+DG_DEVICE T dg_sigmoid(T x) { return T(1) / (T(1) + dg_exp(-x)); }
+template <class T>
+DG_DEVICE T dg_silu(T x) { return x / (T(1) + dg_exp(-x)); }
+template <class T>
+DG_DEVICE T dg_gelu(T x) { return T(0.5) * x * (T(1) + dg_erf(x * T(0.70710678118654752440))); }
+template <class T>
+DG_DEVICE T dg_silu_backward(T grad, T x) {
+  T s = dg_sigmoid(x);
+  return grad * s * (T(1) + x * (T(1) - s));
+}
+template <class T>
+DG_DEVICE T dg_sigmoid_backward(T grad, T y) { return grad * (T(1) - y) * y; }
+// maximum/minimum propagate NaN like torch.maximum.
+template <class T>
+DG_DEVICE T dg_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
+template <class T>
+DG_DEVICE T dg_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+
+template <class T>
+DG_DEVICE T dg_lowest();
+template <>
+DG_DEVICE float dg_lowest<float>() { return -__int_as_float(0x7f800000); }
+template <>
+DG_DEVICE double dg_lowest<double>() { return -(1.0 / 0.0); }
+template <>
+DG_DEVICE long long dg_lowest<long long>() { return -9223372036854775807LL - 1; }
+
+// ---- atomics ----------------------------------------------------------------------------------
+DG_DEVICE void dg_atomic_accumulate(float* p, float v) { atomicAdd(p, v); }

@@ -1,0 +1,71 @@
+// Lowering of sum / mean / amax: one thread per output element, looping over the reduced
+// elements with an fp32 (fp64 for f64, int64 for integers) accumulator.
+#include "codegen/c_expr.h"
+#include "codegen/lowering.h"
+
+namespace dg {
+
+void emit_reduce_node(LoweringContext& ctx, const Node& node) {
+  const Graph& g = ctx.graph();
+  const TensorType& in = g.tensor(node.inputs[0]);
+  const TensorType& out = g.tensor(node.output);
+  std::vector<bool> reduced(in.shape.size(), false);
+  const std::vector<int64_t> dims = *node.attrs.get_ints("dims");  // a copy: get_ints returns a temporary
+  for (int64_t d : dims) reduced[d < 0 ? d + in.rank() : d] = true;
+
+  std::vector<SymExpr> in_strides = in.contiguous_strides();
+  std::vector<SymExpr> kept_shape, kept_strides, red_shape, red_strides;
+  for (int d = 0; d < in.rank(); ++d) {
+    (reduced[d] ? red_shape : kept_shape).push_back(in.shape[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(in_strides[d]);
+  }
+  SymExpr n_out = TensorType{out.dtype, kept_shape}.numel();
+  SymExpr n_red = TensorType{out.dtype, red_shape}.numel();
+  std::string acc = compute_ctype(out.dtype == DType::kF64 || in.dtype == DType::kF64
+                                      ? DType::kF64
+                                      : (dtype_is_float(out.dtype) ? DType::kF32 : out.dtype));
+
+  std::string init, step, finish = "a";
+  switch (node.op) {
+    case OpKind::kAmax:
+      init = "dg_lowest<" + acc + ">()";
+      step = "a = dg_maximum(a, x);";
+      break;
+    case OpKind::kMean:
+      init = "(" + acc + ")0";
+      step = "a += x;";
+      finish = "a / (" + acc + ")(" + c_expr(n_red) + ")";
+      break;
+    default:
+      init = "(" + acc + ")0";
+      step = "a += x;";
+  }
+
+  // Offsets: kept index i (unravelled to i0..) and reduced index r (unravelled to j0..).
+  std::string red_unravel = unravel(red_shape, "r", "j");
+  std::string red_offset = offset_expr(red_strides, SymExpr(0), "j");
+
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name(std::string(op_name(node.op)));
+  launch.summary = "%" + std::to_string(node.output) + " = " + std::string(op_name(node.op)) +
+                   " of " + n_red.to_string() + " elements into " + n_out.to_string();
+  launch.grid = grid_for(n_out);
+  launch.block = {256, 1, 1};
+  launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+      ctype(out.dtype) + "* __restrict__ out, const " + ctype(in.dtype) + "* __restrict__ p0" +
+      ctx.symbol_params() + ") {\n" +
+      "  const long long n = " + c_expr(n_out) + ", nr = " + c_expr(n_red) + ";\n" +
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      unravel(kept_shape) + "    const long long base = " + offset_expr(kept_strides) + ";\n" +
+      "    " + acc + " a = " + init + ";\n" +
+      "    for (long long r = 0; r < nr; ++r) {\n" + red_unravel +
+      "      const " + acc + " x = dg_convert<" + acc + ">(p0[base + " + red_offset + "]);\n" +
+      "      " + step + "\n    }\n" +
+      "    out[i] = dg_convert<" + ctype(out.dtype) + ">(" + finish + ");\n  }\n}\n";
+  ctx.add_kernel(std::move(launch), src);
+}
+
+}  // namespace dg

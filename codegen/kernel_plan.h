@@ -1,0 +1,43 @@
+// What codegen hands the runtime: kernels in launch order, the buffers they touch, and every
+// size and grid as a symbolic expression for the host-side shape program.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace dg {
+
+// Where a kernel's pointer argument points.
+struct BufferRef {
+  enum Kind : uint8_t { kInput, kOutput, kWorkspace };
+  Kind kind;
+  int index;  // graph input / output position, or workspace slot
+  bool operator==(const BufferRef& o) const { return kind == o.kind && index == o.index; }
+};
+
+struct KernelLaunch {
+  std::string name;                // extern "C" entry point
+  std::string summary;             // one line for humans: what the kernel computes
+  std::vector<BufferRef> buffers;  // pointer parameters, in order; the graph's symbols follow
+  std::array<SymExpr, 3> grid;     // blocks; a launch with any zero extent is skipped
+  std::array<int, 3> block{1, 1, 1};
+  int shared_bytes = 0;            // dynamic shared memory
+};
+
+struct WorkspaceSlot {
+  SymExpr bytes;
+  SymExpr offset;  // from the start of the workspace, 256-byte aligned
+  std::string what;
+};
+
+struct KernelPlan {
+  std::vector<SymExpr> symbols;  // trailing `long long` arguments of every kernel, in order
+  std::vector<KernelLaunch> kernels;
+  std::vector<WorkspaceSlot> workspace;
+  SymExpr workspace_bytes;
+  std::string source;  // one CUDA C++ translation unit with every kernel
+};
+
+}  // namespace dg

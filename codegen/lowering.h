@@ -1,0 +1,66 @@
+// Internal: the state shared by the per-category kernel emitters while lowering one graph.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_plan.h"
+#include "ir/graph.h"
+
+namespace dg {
+
+class LoweringContext {
+ public:
+  explicit LoweringContext(const Graph& g);
+
+  const Graph& graph() const { return g_; }
+  BufferRef buffer_of(ValueId v) const { return buffer_of_.at(v); }
+  void set_buffer(ValueId v, BufferRef b) { buffer_of_[v] = b; }
+  bool has_buffer(ValueId v) const { return buffer_of_.count(v) != 0; }
+  // A fresh workspace slot of `bytes` bytes (256-byte aligned).
+  BufferRef workspace(const SymExpr& bytes, const std::string& what);
+  // A unique kernel name such as "k3_linear".
+  std::string kernel_name(const std::string& what);
+  // "long long S_s0, long long S_s1" for the graph's symbols (with a leading comma if any).
+  std::string symbol_params() const;
+  // Adds a kernel's source and launch record.
+  void add_kernel(KernelLaunch launch, const std::string& source);
+
+  KernelPlan finish(const std::string& prelude);
+
+ private:
+  const Graph& g_;
+  KernelPlan plan_;
+  std::map<ValueId, BufferRef> buffer_of_;
+  std::string body_;
+  int kernel_count_ = 0;
+};
+
+// Per-category emitters; each lowers one node, writing its result to ctx.buffer_of(node.output).
+void emit_pointwise_node(LoweringContext& ctx, const Node& node);
+void emit_layout_node(LoweringContext& ctx, const Node& node);
+void emit_matmul_node(LoweringContext& ctx, const Node& node);
+void emit_reduce_node(LoweringContext& ctx, const Node& node);
+void emit_index_node(LoweringContext& ctx, const Node& node);
+// Copies a tensor between buffers, converting to `to_dtype` (used when an output aliases an input
+// or another output, and to round accumulators).
+void emit_copy(LoweringContext& ctx, const TensorType& type, BufferRef from, DType to_dtype,
+               BufferRef to);
+
+// ---- helpers shared by the emitters ----
+std::string ctype(DType t);
+// The C type arithmetic happens in for an op over these dtypes (float for bf16/f16/f32).
+std::string compute_ctype(DType t);
+// Row-major strides of `in_shape` broadcast against `out_shape` (0 on broadcast dims).
+std::vector<SymExpr> broadcast_strides(const std::vector<SymExpr>& in_shape,
+                                       const std::vector<SymExpr>& out_shape);
+// "base + i0*s0 + i1*s1 ..." over the output index variables i0..i{r-1}; zero strides skipped.
+std::string offset_expr(const std::vector<SymExpr>& strides, const SymExpr& base = SymExpr(0),
+                        const std::string& var = "i");
+// The statements that split the index `linear` into <var>0..<var>{r-1} for `shape`.
+std::string unravel(const std::vector<SymExpr>& shape, const std::string& linear = "i",
+                    const std::string& var = "i");
+// Grid for a grid-stride loop over n elements with 256-thread blocks.
+std::array<SymExpr, 3> grid_for(const SymExpr& n, int block = 256);
+
+}  // namespace dg

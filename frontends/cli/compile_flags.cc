@@ -1,0 +1,78 @@
+#include "frontends/cli/compile_flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dg {
+
+CompileRequest CompileFlags::request() const {
+  CompileRequest r;
+  r.target = arch;
+  r.cache_dir = cache_dir;
+  r.emit_dir = emit_dir;
+  r.disabled_passes = disabled_passes;
+  return r;
+}
+
+namespace {
+bool parse_int(const std::string& s, int64_t* v) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end) return false;
+  *v = x;
+  return true;
+}
+}  // namespace
+
+bool parse_compile_flags(const std::vector<std::string>& args, const char* usage, bool allow_bind,
+                         CompileFlags* f, std::ostream& err) {
+  auto bad = [&](const std::string& why) {
+    err << "dyngen: " << why << "; usage: dyngen " << usage << "\n";
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string* dst) {
+      if (i + 1 >= args.size()) return false;
+      *dst = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help")
+      f->help = true;
+    else if (a == "--json")
+      f->json = true;
+    else if (a == "--arch" || a == "--target") {
+      if (!value(&f->arch)) return bad(a + " needs a value");
+    } else if (a == "--cache-dir") {
+      if (!value(&f->cache_dir)) return bad(a + " needs a value");
+    } else if (a == "--emit") {
+      if (!value(&f->emit_dir)) return bad(a + " needs a value");
+    } else if (a == "--disable-pass") {
+      if (!value(&v)) return bad(a + " needs a value");
+      f->disabled_passes.insert(v);
+    } else if (a == "--seed") {
+      int64_t s;
+      if (!value(&v) || !parse_int(v, &s)) return bad("--seed needs an integer");
+      f->seed = static_cast<uint64_t>(s);
+    } else if (allow_bind && a == "--bind") {
+      int64_t n;
+      size_t eq;
+      if (!value(&v) || (eq = v.find('=')) == std::string::npos || !parse_int(v.substr(eq + 1), &n))
+        return bad("--bind needs SYMBOL=INTEGER");
+      f->bindings[v.substr(0, eq)] = n;
+    } else if (!a.empty() && a[0] == '-') {
+      return bad("unknown option " + a);
+    } else if (f->file.empty()) {
+      f->file = a;
+    } else {
+      return bad("more than one FILE");
+    }
+  }
+  if (!f->help && f->file.empty()) return bad("missing FILE");
+  return true;
+}
+
+}  // namespace dg

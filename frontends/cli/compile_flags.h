@@ -1,0 +1,27 @@
+// The flags `dyngen compile` and `dyngen run` share.
+#pragma once
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runtime/compiler.h"
+
+namespace dg {
+
+struct CompileFlags {
+  std::string file;
+  std::string arch, cache_dir, emit_dir;
+  std::set<std::string> disabled_passes;
+  std::map<std::string, int64_t> bindings;  // --bind SYMBOL=VALUE (run only)
+  uint64_t seed = 1;
+  bool json = false;
+  bool help = false;
+  CompileRequest request() const;
+};
+
+// Parses the words after the subcommand; prints a usage line and returns false on bad usage.
+bool parse_compile_flags(const std::vector<std::string>& args, const char* usage, bool allow_bind,
+                         CompileFlags* flags, std::ostream& err);
+
+}  // namespace dg

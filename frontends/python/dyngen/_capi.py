@@ -1,0 +1,205 @@
+"""ctypes binding of the C API (runtime/dyngen.h) and the C Executable (Note [Executor choice]).
+
+The library is found at $DYNGEN_LIB, else <repo>/build/libdyngen.so, else next to this package.
+Every function returns DG_OK or an error code with a message from dg_last_error().
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+import torch
+
+from .errors import LaunchError, LibraryNotFound, Unsupported
+from .ops import DType
+from .options import options
+from .runtime import Executable
+
+DG_MAX_RANK = 8
+DG_OK, DG_ERR_INTERNAL, DG_ERR_INVALID_INPUT, DG_ERR_UNSUPPORTED, DG_ERR_COMPILE, DG_ERR_LAUNCH = (
+    range(6))
+
+
+class DgTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * DG_MAX_RANK),
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+class DgCompileOptions(ctypes.Structure):
+    _fields_ = [("target", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                ("emit_dir", ctypes.c_char_p), ("disabled_passes", ctypes.c_char_p)]
+
+
+class DgStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64) for n in (
+        "graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk",
+        "cache_misses", "cache_corrupt", "launches")]
+
+
+_P = ctypes.c_void_p
+_SIGNATURES = {
+    "dg_version": (ctypes.c_char_p, []),
+    "dg_last_error": (ctypes.c_char_p, []),
+    "dg_graph_load": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_P)]),
+    "dg_graph_load_text": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "dg_graph_free": (None, [_P]),
+    "dg_graph_hash": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "dg_graph_print": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p)]),
+    "dg_free": (None, [ctypes.c_void_p]),
+    "dg_compile": (ctypes.c_int, [_P, ctypes.POINTER(DgCompileOptions), ctypes.POINTER(_P)]),
+    "dg_executable_free": (None, [_P]),
+    "dg_executable_info": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int),
+                                          ctypes.POINTER(ctypes.c_int),
+                                          ctypes.POINTER(ctypes.c_int)]),
+    "dg_executable_describe": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p)]),
+    "dg_prepare": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
+                                  ctypes.POINTER(DgTensor), ctypes.c_int,
+                                  ctypes.POINTER(ctypes.c_size_t)]),
+    "dg_launch": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
+                                 ctypes.POINTER(DgTensor), ctypes.c_int, ctypes.c_void_p,
+                                 ctypes.c_void_p]),
+    "dg_get_stats": (None, [ctypes.POINTER(DgStats)]),
+    "dg_reset_stats": (None, []),
+}
+
+_lib = None
+_lock = threading.Lock()
+
+
+def library_candidates() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    out = []
+    if options().lib_path:
+        out.append(Path(options().lib_path))
+    repo = here.parent.parent.parent  # frontends/python/dyngen -> repo root
+    out += [repo / "build" / "libdyngen.so", here / "libdyngen.so"]
+    return out
+
+
+def load():
+    """The loaded library; raises LibraryNotFound naming every place it looked."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in library_candidates():
+            if not path.is_file():
+                tried.append(f"{path} (absent)")
+                continue
+            try:
+                lib = ctypes.CDLL(str(path))
+                for name, (res, args) in _SIGNATURES.items():
+                    fn = getattr(lib, name)
+                    fn.restype, fn.argtypes = res, args
+            except (OSError, AttributeError) as e:
+                tried.append(f"{path} ({e})")
+                continue
+            _lib = lib
+            return lib
+        raise LibraryNotFound("libdyngen.so not found; set DYNGEN_LIB or build it into "
+                              "<repo>/build. Tried: " + "; ".join(tried))
+
+
+def _check(rc: int, what: str) -> None:
+    if rc == DG_OK:
+        return
+    msg = (_lib.dg_last_error() or b"").decode(errors="replace")
+    if rc == DG_ERR_UNSUPPORTED:
+        raise Unsupported(f"{what}: {msg}")
+    if rc == DG_ERR_LAUNCH:
+        raise LaunchError(f"{what}: {msg}")
+    raise RuntimeError(f"{what} failed (code {rc}): {msg}")
+
+
+def get_stats() -> dict:
+    s = DgStats()
+    load().dg_get_stats(ctypes.byref(s))
+    return {n: getattr(s, n) for n, _ in DgStats._fields_}
+
+
+def reset_stats() -> None:
+    load().dg_reset_stats()
+
+
+def _to_dg(x) -> DgTensor:
+    t = DgTensor()
+    if isinstance(x, torch.Tensor):
+        if x.dim() > DG_MAX_RANK:
+            raise LaunchError(f"rank {x.dim()} is above {DG_MAX_RANK}")
+        dt = DType.from_torch(x.dtype)
+        if dt is None:
+            raise LaunchError(f"dtype {x.dtype} is not supported")
+        t.data, t.rank, t.dtype = x.data_ptr(), x.dim(), dt.value
+        for i, n in enumerate(x.shape):
+            t.shape[i] = n
+    else:  # a symbolic-integer argument
+        t.data, t.rank, t.dtype = None, -1, 0
+        t.shape[0] = int(x)
+    return t
+
+
+class CapiExecutable(Executable):
+    kind = "capi"
+
+    def __init__(self, text: str, target: str | None = None):
+        lib = load()
+        self._lib = lib
+        g = _P()
+        _check(lib.dg_graph_load_text(text.encode(), ctypes.byref(g)), "dg_graph_load_text")
+        try:
+            opts = DgCompileOptions(target.encode() if target else None, None,
+                                    options().dump_dir.encode() if options().dump_dir else None,
+                                    None)
+            exe = _P()
+            _check(lib.dg_compile(g, ctypes.byref(opts), ctypes.byref(exe)), "dg_compile")
+        finally:
+            lib.dg_graph_free(g)
+        self._exe = exe
+        key = ctypes.create_string_buffer(65)
+        hit, nin, nout = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        _check(lib.dg_executable_info(exe, key, ctypes.byref(hit), ctypes.byref(nin),
+                                      ctypes.byref(nout)), "dg_executable_info")
+        self.key = key.value.decode()
+        self.cache_hit = {0: "miss", 1: "memory", 2: "disk"}.get(hit.value, "miss")
+        self.num_inputs, self.num_outputs = nin.value, nout.value
+
+    def __del__(self):
+        exe = getattr(self, "_exe", None)
+        if exe:
+            self._lib.dg_executable_free(exe)
+            self._exe = None
+
+    def _prepare(self, inputs):
+        if len(inputs) != self.num_inputs:
+            raise LaunchError(f"expected {self.num_inputs} inputs, got {len(inputs)}")
+        ins = (DgTensor * max(1, len(inputs)))(*[_to_dg(x) for x in inputs])
+        outs = (DgTensor * max(1, self.num_outputs))()
+        ws = ctypes.c_size_t()
+        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, self.num_outputs,
+                                    ctypes.byref(ws)), "dg_prepare")
+        return ins, outs, ws.value
+
+    def prepare(self, inputs):
+        _, outs, _ = self._prepare(inputs)
+        return [(tuple(o.shape[i] for i in range(o.rank)), DType(o.dtype).torch)
+                for o in outs[:self.num_outputs]]
+
+    def run(self, inputs):
+        ins, outs, ws_bytes = self._prepare(inputs)
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        results = []
+        for k in range(self.num_outputs):
+            o = outs[k]
+            r = torch.empty([o.shape[i] for i in range(o.rank)], dtype=DType(o.dtype).torch,
+                            device=device)
+            o.data = r.data_ptr()
+            results.append(r)
+        ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) if ws_bytes else None
+        stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+        _check(self._lib.dg_launch(self._exe, ins, len(inputs), outs, self.num_outputs,
+                                   ws.data_ptr() if ws is not None else None, stream),
+               "dg_launch")
+        return results

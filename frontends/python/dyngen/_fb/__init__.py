@@ -1,0 +1,1 @@
+# graph.fb bindings, generated from ir/graph.fbs by flatc --python; do not edit.

@@ -1,0 +1,56 @@
+"""An exported FX graph bound to an Executable, callable with the FX graph's own arguments."""
+from __future__ import annotations
+
+import torch
+from torch.utils import _pytree as pytree
+
+from . import runtime
+from .stats import bump, dump
+from .export import Exported, export
+from .options import log
+
+
+class CompiledGraph:
+    """Calls the executable with the IR inputs taken from the FX arguments (tensors made
+    contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
+
+    def __init__(self, exported: Exported, name: str = "graph"):
+        self.exported = exported
+        self.name = name
+        self.exe = runtime.compile_text(exported.text, name) if exported.graph.outputs else None
+        self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
+
+    def __call__(self, *args):
+        ex = self.exported
+        ins = []
+        for spec in ex.inputs:
+            x = args[spec.index] if spec.kind == "placeholder" else spec.tensor
+            if isinstance(x, torch.Tensor):
+                ins.append(x if x.is_contiguous() else x.contiguous())
+            else:
+                ins.append(int(x))
+        outs = self.exe.run(ins) if self.exe is not None else []
+        bind = runtime.bind_symbols(ex.graph, ins) if self._needs_bind else {}
+        leaves = []
+        for o in ex.outputs:
+            if o.kind == "ir":
+                leaves.append(outs[o.index])
+            elif o.kind == "input":
+                leaves.append(args[o.index])
+            elif o.kind == "input_copy":
+                leaves.append(args[o.index].clone())
+            elif o.kind == "sym":
+                leaves.append(o.sym.evaluate(bind))
+            else:
+                leaves.append(o.value)
+        return pytree.tree_unflatten(leaves, ex.out_spec)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph") -> CompiledGraph:
+    """Exports `gm` and compiles it with the process's executor (raises Unsupported)."""
+    exported = export(gm, example_inputs, name=name)
+    bump("exported_graphs")
+    text = exported.text
+    dump(name, exported.key, text)
+    log.debug("exported %s:\n%s", name, text)
+    return CompiledGraph(exported, name)

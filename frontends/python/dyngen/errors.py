@@ -1,0 +1,21 @@
+"""Errors the frontend raises."""
+
+
+class Unsupported(Exception):
+    """dyngen cannot take this graph: an op outside the catalog, or a construct it cannot express.
+
+    The message names the op, e.g. "op nonzero (aten.nonzero.default)". The ThunderFX backend turns
+    it into an eager fallback with this message as the recorded reason.
+    """
+
+
+class ExportError(Unsupported):
+    """The exported IR would disagree with PyTorch (a type or shape mismatch): never run it."""
+
+
+class LaunchError(RuntimeError):
+    """A call whose inputs do not match the compiled graph (shapes, dtypes, symbol bindings)."""
+
+
+class LibraryNotFound(RuntimeError):
+    """libdyngen.so could not be loaded (see dyngen._capi.library_path)."""

@@ -1,0 +1,516 @@
+"""One FX node -> IR nodes. Torch-level (Dynamo) and ATen-level (AOTAutograd) spellings of an op
+share one handler, keyed by the op's plain name ("mm", "add", "_to_copy", "silu", ...).
+
+A handler receives the node's arguments with FX nodes replaced by what they stand for: `Ref` for a
+tensor, `SymExpr` for a symbolic integer, Python values as they are. Result shapes that PyTorch
+already computed (reshape targets, -1 resolution, expand sizes, factory shapes) are read from the
+node's FakeTensor; the IR typing rules then re-derive and check them (Note [Export checks every
+node against PyTorch] in export.py).
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+
+from .errors import Unsupported
+from .export import Ref, dtype_of, meta_val, type_error
+from .ir import IRTypeError, SymList
+from .ops import DType
+from .symbolic import SymExpr, provably_ge, sym_min
+
+_MISSING = object()
+
+
+class _Ctx:
+    """What a handler needs: the exporter, the node being lowered, and IR-building helpers."""
+
+    def __init__(self, ex, node: torch.fx.Node):
+        self.ex, self.node = ex, node
+
+    def op(self, name: str, inputs, attrs=None) -> Ref:
+        return Ref(self.ex.b.op(name, [r.vid for r in inputs], attrs))
+
+    def type(self, r: Ref):
+        return self.ex.b.graph.tensor(r.vid)
+
+    def out_val(self):
+        v = meta_val(self.node)
+        if not isinstance(v, torch.Tensor):
+            raise Unsupported(f"op {self.node.target}: no tensor metadata")
+        return v
+
+    def out_shape(self) -> SymList:
+        return SymList(self.ex.shape(self.out_val()))
+
+    def out_dtype(self) -> DType:
+        return dtype_of(self.out_val().dtype, str(self.node.target))
+
+    def const(self, value, dtype: DType | None = None) -> Ref:
+        """A Python scalar as a rank-0 `constant` (PyTorch's wrapped-number promotion applies)."""
+        if isinstance(value, SymExpr):
+            raise Unsupported(f"op {self.node.target}: a symbolic integer used as a tensor operand")
+        if dtype is None:
+            dtype = DType.BOOL if isinstance(value, bool) else (
+                DType.I64 if isinstance(value, int) else DType.F32)
+        v = float(value) if dtype.is_float else int(value)
+        return self.op("constant", [], {"dtype": dtype, "value": v})
+
+    def tensor(self, x) -> Ref:
+        if isinstance(x, Ref):
+            return x
+        if isinstance(x, (bool, int, float)):
+            return self.const(x)
+        raise Unsupported(f"op {self.node.target}: operand {x!r}")
+
+    def cast(self, x: Ref, dtype: DType) -> Ref:
+        return x if self.type(x).dtype == dtype else self.op("cast", [x], {"dtype": dtype})
+
+    def reshape(self, x: Ref, shape) -> Ref:
+        shape = SymList(s if isinstance(s, SymExpr) else SymExpr(s) for s in shape)
+        return x if tuple(self.type(x).shape) == tuple(shape) else self.op("reshape", [x], {"shape": shape})
+
+
+# ---- elementwise --------------------------------------------------------------------------------
+
+def _unary(name):
+    def h(c, x, *rest, inplace=False, approximate="none", **kw):
+        if inplace or (rest and rest[0] is True):
+            raise Unsupported(f"op {name} with inplace=True")
+        if approximate != "none":
+            raise Unsupported(f"op {name} with approximate={approximate!r}")
+        return c.op(name, [c.tensor(x)])
+    return h
+
+
+def _binary(name):
+    def h(c, a, b, *, alpha=1, rounding_mode=None, out=None):
+        if rounding_mode is not None:
+            raise Unsupported(f"op {name} with rounding_mode={rounding_mode!r}")
+        if not isinstance(a, Ref) and not isinstance(b, Ref):
+            raise Unsupported(f"op {name} of two scalars")
+        if alpha != 1:
+            b = _binary("mul")(c, b, alpha)
+        a, b = c.tensor(a), c.tensor(b)
+        if name == "div" and not (c.type(a).dtype.is_float or c.type(b).dtype.is_float):
+            a, b = c.cast(a, DType.F32), c.cast(b, DType.F32)  # true division of integers
+        return c.op(name, [a, b])
+    return h
+
+
+def _rsub(c, a, b, alpha=1):
+    return _binary("sub")(c, b, a if alpha == 1 else _binary("mul")(c, a, alpha))
+
+
+def _where(c, cond, a=_MISSING, b=_MISSING):
+    if a is _MISSING:
+        raise Unsupported("op where with one argument (nonzero: data-dependent size)")
+    return c.op("where", [c.tensor(cond), c.tensor(a), c.tensor(b)])
+
+
+# ---- contractions -------------------------------------------------------------------------------
+
+def _linear(c, x, w, bias=None):
+    return c.op("linear", [x, w] + ([bias] if bias is not None else []))
+
+
+def _mm(c, a, b):
+    return c.op("matmul", [a, b])
+
+
+def _matmul(c, a, b):
+    ra, rb = c.type(a).rank, c.type(b).rank
+    if ra >= 2 and rb >= 2:
+        return c.op("matmul", [a, b])
+    a2 = c.reshape(a, (1,) + tuple(c.type(a).shape)) if ra == 1 else a
+    b2 = c.reshape(b, tuple(c.type(b).shape) + (1,)) if rb == 1 else b
+    return c.reshape(c.op("matmul", [a2, b2]), c.out_shape())
+
+
+def _addmm(c, bias, a, b, *, beta=1, alpha=1):
+    prod = c.op("matmul", [a, b])
+    if alpha != 1:
+        prod = _binary("mul")(c, prod, alpha)
+    if beta == 0:
+        return prod
+    if beta != 1:
+        bias = _binary("mul")(c, bias, beta)
+    return c.op("add", [prod, bias])
+
+
+# ---- layout -------------------------------------------------------------------------------------
+
+def _dims_arg(rest):
+    if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
+        return list(rest[0])
+    return list(rest)
+
+
+def _permute(c, x, *dims, **kw):
+    dims = _dims_arg(dims) if dims else list(kw["dims"])
+    return c.op("permute", [x], {"dims": tuple(int(d) for d in dims)})
+
+
+def _transpose(c, x, d0, d1):
+    r = c.type(x).rank
+    if r < 2:
+        return x
+    dims = list(range(r))
+    d0, d1 = d0 % r, d1 % r
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return c.op("permute", [x], {"dims": tuple(dims)})
+
+
+def _t(c, x):
+    return _transpose(c, x, 0, 1)
+
+
+def _reshape(c, x, *args, **kw):
+    return c.reshape(x, c.out_shape())
+
+
+def _expand(c, x, *args, **kw):
+    shape = c.out_shape()
+    return x if tuple(c.type(x).shape) == tuple(shape) else c.op("expand", [x], {"shape": shape})
+
+
+def _slice(c, x, dim=0, start=None, end=None, step=1):
+    t = c.type(x)
+    dim = dim % t.rank
+    size = t.shape[dim]
+    start = _slice_bound(c, start, size, SymExpr(0))
+    end = _slice_bound(c, end, size, size)
+    if start == SymExpr(0) and end == size and step == 1:
+        return x
+    if not provably_ge(end, start):
+        end = start if provably_ge(start, end) else end
+    return c.op("slice", [x], {"dim": dim, "start": SymList([start]), "end": SymList([end]),
+                               "step": int(step)})
+
+
+def _slice_bound(c, v, size: SymExpr, default: SymExpr) -> SymExpr:
+    if v is None:
+        return default
+    v = c.ex.sym(v)
+    k = v.as_const()
+    if k is not None and k >= 2**62:
+        return size
+    if k is not None and k < 0:
+        v = size + k
+        return v if provably_ge(v, 0) else _fail(c, "a negative slice bound on a symbolic dim")
+    return v if provably_ge(size, v) else sym_min(v, size)
+
+
+def _fail(c, why):
+    raise Unsupported(f"op {c.node.target}: {why}")
+
+
+def _cat(c, tensors, dim=0):
+    tensors = [t for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0]
+    return c.op("cat", tensors, {"dim": int(dim)})
+
+
+def _identity(c, x, *args, **kw):
+    return x
+
+
+def _cast_to_out(c, x, *args, **kw):
+    """to / _to_copy / convert_element_type / float() / type_as: a cast to the result dtype."""
+    v, src = c.out_val(), meta_val(c.node.args[0]) if c.node.args else None
+    if isinstance(src, torch.Tensor) and src.device != v.device:
+        _fail(c, f"moves data from {src.device} to {v.device}")
+    return c.cast(x, c.out_dtype())
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+
+def _reduce(name):
+    def h(c, x, dim=None, keepdim=False, *, dtype=None, out=None):
+        rank = c.type(x).rank
+        if isinstance(dim, int):
+            dim = [dim]
+        dims = list(range(rank)) if not dim else [d % max(rank, 1) for d in dim]
+        attrs = {"dims": tuple(dims), "keepdim": int(bool(keepdim))}
+        out_dtype = c.out_dtype()
+        if out_dtype != c.type(x).dtype:
+            attrs["dtype"] = out_dtype
+        return c.op(name, [x], attrs)
+    return h
+
+
+# ---- indexing -----------------------------------------------------------------------------------
+
+def _index_select(c, x, dim, idx):
+    return c.op("index_select", [x, idx], {"dim": int(dim) % c.type(x).rank})
+
+
+def _gather_dims(c, x: Ref, first: int, idxs: list[Ref]) -> tuple[Ref, Ref, list]:
+    """Flattens dims first..first+k-1 of x into one and combines the k index tensors into one
+    linear index over it. Returns (flattened x, linear index, x's original shape)."""
+    shape = list(c.type(x).shape)
+    n = None
+    for i in idxs:
+        t = c.type(i)
+        if t.dtype == DType.BOOL or t.rank != 1:
+            _fail(c, "boolean or multi-dimensional index tensors (data-dependent or broadcast)")
+        if n is not None and t.shape[0] != n:
+            _fail(c, "index tensors of different lengths")
+        n = t.shape[0]
+    if len(idxs) == 1:
+        return x, idxs[0], shape
+    inner = shape[first:first + len(idxs)]
+    if any(d.as_const() is None for d in inner[1:]):
+        _fail(c, "several index tensors over symbolic dims")
+    lin, stride = None, 1
+    for i, d in reversed(list(zip(idxs, inner))):
+        term = c.cast(i, DType.I64)
+        if stride != 1:
+            term = c.op("mul", [term, c.const(stride, DType.I64)])
+        lin = term if lin is None else c.op("add", [term, lin])
+        stride *= d.as_const() if d.as_const() is not None else 1
+    flat = SymExpr(1)
+    for d in inner:
+        flat = flat * d
+    xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs):])
+    return xf, lin, shape
+
+
+def _advanced_index(c, x: Ref, items: list):
+    """x[items] for basic items (None, slices, ints, Ellipsis) and adjacent 1-D index tensors."""
+    rank = c.type(x).rank
+    if any(i is Ellipsis for i in items):
+        k = items.index(Ellipsis)
+        used = sum(1 for i in items if i is not None and i is not Ellipsis)
+        items = items[:k] + [slice(None)] * (rank - used) + items[k + 1:]
+    tensor_pos, d, cur = [], 0, x
+    for item in items:
+        if item is None:
+            shape = list(c.type(cur).shape)
+            cur = c.reshape(cur, shape[:d] + [SymExpr(1)] + shape[d:])
+            d += 1
+        elif isinstance(item, slice):
+            cur = _slice(c, cur, d, item.start, item.stop, 1 if item.step is None else item.step)
+            d += 1
+        elif isinstance(item, Ref):
+            tensor_pos.append((d, item))
+            d += 1
+        elif isinstance(item, (int, SymExpr)) and not isinstance(item, bool):
+            if isinstance(item, int) and item < 0:
+                item = c.type(cur).shape[d] + item
+            cur = _slice(c, cur, d, item, c.ex.sym(item) + 1, 1)
+            shape = list(c.type(cur).shape)
+            cur = c.reshape(cur, shape[:d] + shape[d + 1:])
+        else:
+            _fail(c, f"index {item!r}")
+    if not tensor_pos:
+        return cur
+    dims = [p for p, _ in tensor_pos]
+    if dims != list(range(dims[0], dims[0] + len(dims))):
+        _fail(c, "index tensors that are not adjacent")
+    xf, lin, _ = _gather_dims(c, cur, dims[0], [r for _, r in tensor_pos])
+    out = c.op("index_select", [xf, lin], {"dim": dims[0]})
+    return c.reshape(out, c.out_shape())
+
+
+def _getitem(c, obj, idx):
+    if isinstance(obj, (tuple, list)):
+        return obj[idx]
+    if not isinstance(obj, Ref):
+        _fail(c, f"getitem on {type(obj).__name__}")
+    return _advanced_index(c, obj, list(idx) if isinstance(idx, (tuple, list)) else [idx])
+
+
+def _index(c, x, indices):
+    return _advanced_index(c, x, [slice(None) if i is None else i for i in indices])
+
+
+def _index_add(c, x, dim, idx, src, *, alpha=1):
+    if alpha != 1:
+        src = _binary("mul")(c, src, alpha)
+    return c.op("index_add", [x, idx, src], {"dim": int(dim) % c.type(x).rank})
+
+
+def _index_put(c, x, indices, values, accumulate=False):
+    if not accumulate:
+        _fail(c, "index_put without accumulate (duplicate indices are unordered)")
+    pos = [(i, r) for i, r in enumerate(indices) if r is not None]
+    dims = [p for p, _ in pos]
+    if not pos or dims != list(range(dims[0], dims[0] + len(dims))):
+        _fail(c, "index tensors that are not adjacent")
+    xf, lin, shape = _gather_dims(c, x, dims[0], [r for _, r in pos])
+    picked = list(c.type(xf).shape)
+    picked[dims[0]] = c.type(lin).shape[0]
+    values = c.tensor(values)
+    if c.type(values).dtype != c.type(x).dtype:
+        values = c.cast(values, c.type(x).dtype)
+    if tuple(c.type(values).shape) != tuple(picked):
+        values = c.op("expand", [values], {"shape": SymList(picked)})
+    out = c.op("index_add", [xf, lin, values], {"dim": dims[0]})
+    return c.reshape(out, shape)
+
+
+# ---- factories ----------------------------------------------------------------------------------
+
+def _factory(fill):
+    """full / zeros / ones / empty / *_like / new_* / scalar_tensor: shape and dtype from PyTorch."""
+    def h(c, *args, **kw):
+        value = fill(args, kw) if callable(fill) else fill
+        if isinstance(value, Ref):
+            _fail(c, "a tensor fill value")
+        if isinstance(value, SymExpr):
+            if value.as_const() is None:
+                _fail(c, "a symbolic fill value")
+            value = value.as_const()
+        dtype = c.out_dtype()
+        shape = c.out_shape()
+        v = float(value) if dtype.is_float else int(value)
+        if not shape:
+            return c.op("constant", [], {"dtype": dtype, "value": v})
+        return c.op("full", [], {"dtype": dtype, "shape": shape, "value": v})
+    return h
+
+
+def _fill_arg(position):
+    return lambda args, kw: kw.get("fill_value", args[position] if len(args) > position else 0)
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+HANDLERS = {
+    "linear": _linear, "mm": _mm, "bmm": _mm, "matmul": _matmul, "addmm": _addmm,
+    "t": _t, "transpose": _transpose, "permute": _permute,
+    "view": _reshape, "reshape": _reshape, "_unsafe_view": _reshape, "unsqueeze": _reshape,
+    "squeeze": _reshape, "flatten": _reshape, "unflatten": _reshape, "view_as": _reshape,
+    "reshape_as": _reshape,
+    "expand": _expand, "expand_as": _expand, "slice": _slice, "cat": _cat, "concat": _cat,
+    "to": _cast_to_out, "_to_copy": _cast_to_out, "convert_element_type": _cast_to_out,
+    "type_as": _cast_to_out, "float": _cast_to_out, "half": _cast_to_out,
+    "bfloat16": _cast_to_out, "double": _cast_to_out, "long": _cast_to_out, "int": _cast_to_out,
+    "bool": _cast_to_out,
+    "rsub": _rsub, "where": _where,
+    "index_select": _index_select, "index": _index, "getitem": _getitem,
+    "index_add": _index_add, "index_put": _index_put,
+    "full": _factory(_fill_arg(1)), "full_like": _factory(_fill_arg(1)),
+    "new_full": _factory(_fill_arg(2)), "scalar_tensor": _factory(_fill_arg(0)),
+    "clone": _identity, "contiguous": _identity, "detach": _identity, "alias": _identity,
+    "lift_fresh_copy": _identity, "lift_fresh": _identity,
+}
+for _n in ("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty"):
+    HANDLERS[_n] = _factory(0)
+for _n in ("ones", "ones_like", "new_ones"):
+    HANDLERS[_n] = _factory(1)
+for _n in ("neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "relu", "tanh", "sigmoid",
+           "silu", "gelu"):
+    HANDLERS[_n] = _unary(_n)
+for _n in ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "silu_backward",
+           "sigmoid_backward", "eq", "ne", "lt", "le", "gt", "ge"):
+    HANDLERS[_n] = _binary(_n)
+HANDLERS.update({"true_divide": HANDLERS["div"], "subtract": HANDLERS["sub"],
+                 "multiply": HANDLERS["mul"], "negative": HANDLERS["neg"],
+                 "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("amax")})
+
+_OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+              operator.truediv: "div", operator.neg: "neg", operator.getitem: "getitem",
+              operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le",
+              operator.gt: "gt", operator.ge: "ge", operator.pow: "pow", operator.matmul: "matmul",
+              operator.iadd: "add_", operator.imul: "mul_", operator.isub: "sub_",
+              operator.itruediv: "div_"}
+# Ops that return a view of their first operand: an in-place op on their result is unsupported.
+_VIEWS = {"view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "flatten", "unflatten",
+          "view_as", "reshape_as", "expand", "expand_as", "slice", "t", "transpose", "permute",
+          "getitem", "index", "detach", "alias", "contiguous", "to", "type_as", "float", "half",
+          "bfloat16", "double", "long", "int", "bool", "select", "narrow", "as_strided"}
+# Nodes kept only for their checks (no value); skipped when nothing uses them.
+_ASSERTS = {"_assert_scalar", "_assert_tensor_metadata", "sym_constrain_range_for_size",
+            "sym_constrain_range", "_assert_async", "_check", "_check_is_size"}
+
+
+def _item(ex, n: torch.fx.Node) -> Ref:
+    """`t.item()` of a 0-d float tensor, as under torch.compile(dynamic=True), where Dynamo passes
+    Python floats (PEFT's LoRA scaling) as 0-d tensors: the tensor itself is the operand. A rank-0
+    operand promotes like the Python scalar it stands for, so `x * t.item()` keeps x's dtype."""
+    src = ex.env[n.args[0]]
+    if not isinstance(src, Ref) or ex.b.graph.tensor(src.vid).rank != 0:
+        raise Unsupported(f"op item ({n.target}) of a non-scalar")
+    return src
+
+
+def _inplace(ex, n: torch.fx.Node, key: str, handler, args, kwargs) -> Ref:
+    """`x.op_(...)` on a value the graph computed itself, as SSA: the result replaces x for every
+    later use. Mutating a graph input or a view (whose base would change too) is unsupported."""
+    target = n.args[0] if n.args else None
+    if not isinstance(target, torch.fx.Node) or not isinstance(ex.env.get(target), Ref):
+        raise Unsupported(f"op {key} ({n.target}) on a non-tensor")
+    if target.op != "call_function" and target.op != "call_method" or op_key(target)[0] in _VIEWS:
+        raise Unsupported(f"op {key} ({n.target}): in-place update of a graph input or a view")
+    c = _Ctx(ex, n)
+    result = c.cast(handler(c, *args, **kwargs), c.type(ex.env[target]).dtype)
+    ex.env[target] = result
+    return result
+
+
+def op_key(n: torch.fx.Node) -> tuple[str, str]:
+    """(plain name, printable target) of a call node."""
+    t = n.target
+    if n.op == "call_method":
+        return t, f"Tensor.{t}"
+    if isinstance(t, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        packet = t.overloadpacket if isinstance(t, torch._ops.OpOverload) else t
+        ns = packet._qualified_op_name.split("::")[0]
+        name = packet.__name__
+        return (name if ns in ("aten", "prims") else f"{ns}.{name}"), str(t)
+    if t in _OPERATORS:
+        return _OPERATORS[t], f"operator.{t.__name__}"
+    name = getattr(t, "__name__", None)
+    for mod, prefix in ((torch, "torch"), (torch.nn.functional, "torch.nn.functional"),
+                        (torch._C._nn, "torch._C._nn"), (torch.Tensor, "torch.Tensor"),
+                        (torch._C._VariableFunctions, "torch")):
+        if name and getattr(mod, name, None) is t:
+            return name, f"{prefix}.{name}"
+    return (name or repr(t)), (getattr(t, "__module__", "") or "") + "." + (name or repr(t))
+
+
+def lower_node(ex, n: torch.fx.Node):
+    """Lowers one call node; returns a Ref, a SymExpr, a Python value or a tuple of them."""
+    key, target = op_key(n)
+    if key in _ASSERTS and not n.users:
+        return None
+    val = meta_val(n)
+    if isinstance(val, (torch.SymInt,)) or (isinstance(val, int) and not isinstance(val, bool)
+                                            and n.op != "placeholder"):
+        return ex.sym(val)  # sizes and size arithmetic: the expression PyTorch derived
+    if isinstance(val, torch.Size) or (isinstance(val, tuple) and val and all(
+            isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)):
+        return tuple(ex.sym(v) for v in val)  # x.size(), x.shape
+    if key == "size" and val is None and n.args and isinstance(ex.env.get(n.args[0]), Ref):
+        t = ex.b.graph.tensor(ex.env[n.args[0]].vid)  # Dynamo may leave size() without a value
+        return t.shape[n.args[1] % t.rank] if len(n.args) > 1 else tuple(t.shape)
+    if key == "item" and isinstance(val, torch.SymFloat):
+        return _item(ex, n)
+    if isinstance(val, (torch.SymFloat, torch.SymBool)):
+        raise Unsupported(f"op {key} ({target}): symbolic {type(val).__name__}")
+    inplace = key.endswith("_") and not key.startswith("_") and key[:-1] in HANDLERS
+    handler = HANDLERS.get(key[:-1] if inplace else key)
+    if handler is None:
+        raise Unsupported(f"op {key} ({target})")
+    args = torch.fx.node.map_arg(n.args, lambda a: ex.env[a])
+    kwargs = dict(torch.fx.node.map_arg(n.kwargs, lambda a: ex.env[a]))
+    for k in ("layout", "device", "pin_memory", "memory_format", "non_blocking", "requires_grad",
+              "copy"):
+        kwargs.pop(k, None)
+    if key in ("to", "_to_copy", "convert_element_type", "full", "zeros", "ones", "empty",
+               "full_like", "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones",
+               "new_full", "new_empty", "scalar_tensor", "type_as") or key in (
+               "float", "half", "bfloat16", "double", "long", "int", "bool"):
+        kwargs.pop("dtype", None)
+    try:
+        if inplace:
+            return _inplace(ex, n, key, handler, args, kwargs)
+        return handler(_Ctx(ex, n), *args, **kwargs)
+    except IRTypeError as e:
+        raise type_error(n, e) from None
+    except TypeError as e:
+        raise Unsupported(f"op {key} ({target}): arguments not understood: {e}") from None

@@ -1,0 +1,155 @@
+"""The executor seam: an exported graph's text -> an Executable that runs it for any symbol values.
+
+Note [Executor choice]
+Two implementations of one interface:
+  "capi"       libdyngen.so through ctypes (_capi.py): the C core verifies, compiles (NVRTC or the
+               host compiler), caches in memory and on disk, and launches.
+  "reference"  a PyTorch interpreter of the IR text (reference.py): no code generation, eager
+               kernels op by op; it proves export fidelity and runs everything before the C
+               library exists.
+The choice is made once per process: DYNGEN_EXECUTOR=reference|capi forces one; otherwise "capi"
+when the library loads, else "reference". `dyngen.stats()["executor"]` reports it. Both take
+the IR *text* (the graph.fb seam comes later) and both bind symbols from the inputs' shapes.
+"""
+from __future__ import annotations
+
+import abc
+import hashlib
+import threading
+
+import torch
+
+from .stats import bump, set_executor
+from .errors import LaunchError
+from .ir import Graph
+from .options import log, options
+from .ops import DType
+from .symbolic import bound_str
+
+
+class Executable(abc.ABC):
+    """One compiled graph. Inputs are in IR input order: contiguous tensors, and Python ints for
+    `input %n: sym ...` values; outputs are new contiguous tensors in IR output order."""
+
+    kind: str = ""
+    key: str = ""
+
+    @abc.abstractmethod
+    def prepare(self, inputs: list) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Binds the symbols from the inputs (checking them) and returns each output's
+        (shape, dtype)."""
+
+    @abc.abstractmethod
+    def run(self, inputs: list) -> list[torch.Tensor]:
+        """Computes the outputs (allocated with torch on the inputs' device)."""
+
+
+def bind_symbols(g: Graph, inputs: list) -> dict[str, int]:
+    """Binds each symbol at its first sight as a whole dim (or sym input) and checks every other
+    dim, dtype and rank; raises LaunchError on a mismatch (the rules of dg_prepare)."""
+    if len(inputs) != len(g.inputs):
+        raise LaunchError(f"expected {len(g.inputs)} inputs, got {len(inputs)}")
+    bind: dict[str, int] = {}
+    later = []
+    for k, (vid, x) in enumerate(zip(g.inputs, inputs)):
+        v = g.values[vid]
+        if v.is_sym:
+            later.append((k, None, v.sym, int(x)))
+            if v.sym.is_symbol():
+                _bind_one(bind, v.sym, int(x), k)
+            continue
+        if not isinstance(x, torch.Tensor):
+            raise LaunchError(f"input {k}: expected a tensor, got {type(x).__name__}")
+        t = v.type
+        if x.dim() != t.rank or DType.from_torch(x.dtype) != t.dtype:
+            raise LaunchError(f"input {k}: expected {t}, got {x.dtype}{list(x.shape)}")
+        for d, (e, n) in enumerate(zip(t.shape, x.shape)):
+            if e.is_symbol():
+                _bind_one(bind, e, n, k)
+            later.append((k, d, e, n))
+    for k, d, e, n in later:
+        got = e.evaluate(bind)
+        if got != n:
+            where = f"dim {d}" if d is not None else "value"
+            raise LaunchError(f"input {k} {where}: expected {e} = {got}, got {n}")
+    return bind
+
+
+def _bind_one(bind: dict, s, n: int, k: int) -> None:
+    if s.name in bind:
+        return
+    lo, hi = s.range
+    if not lo <= n <= hi or n % s.symbol_divisor:
+        raise LaunchError(f"input {k}: {s.name} = {n} is outside its facts "
+                          f"[{bound_str(lo)}, {bound_str(hi)}] div {s.symbol_divisor}")
+    bind[s.name] = n
+
+
+# ---- choosing and caching executables -----------------------------------------------------------
+
+_lock = threading.Lock()
+_memory: dict[str, Executable] = {}
+_kind: str | None = None
+
+
+def executor_kind() -> str:
+    """Note [Executor choice]."""
+    global _kind
+    if _kind is None:
+        forced = options().executor
+        if forced == "reference":
+            _kind = "reference"
+        else:
+            from . import _capi
+            try:
+                _capi.load()
+                _kind = "capi"
+            except Exception as e:  # noqa: BLE001 - any load failure means "no C executor"
+                if forced == "capi":
+                    raise
+                log.info("C executor unavailable (%s); using the reference executor", e)
+                _kind = "reference"
+        set_executor(_kind)
+    return _kind
+
+
+def compile_text(text: str, name: str = "graph") -> Executable:
+    """Compiles (or fetches) the executable for an IR text with the process's executor."""
+    kind = executor_kind()
+    if kind == "capi":
+        from ._capi import CapiExecutable
+        exe = CapiExecutable(text, target=options().target or None)
+        log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
+        return exe
+    key = hashlib.sha256(text.encode()).hexdigest()
+    with _lock:
+        exe = _memory.get(key)
+        bump("graphs_compiled")
+        if exe is not None:
+            bump("cache_hits_memory")
+            log.info("%s: memory cache hit (key %s)", name, key[:12])
+            return exe
+    from .reference import ReferenceExecutable
+    exe = ReferenceExecutable(text, key)
+    with _lock:
+        _memory[key] = exe
+    log.info("compiled %s with the reference executor (key %s)", name, key[:12])
+    return exe
+
+
+def capi_stats() -> dict | None:
+    if _kind != "capi":
+        return None
+    from . import _capi
+    return _capi.get_stats()
+
+
+def reset_capi_stats() -> None:
+    if _kind == "capi":
+        from . import _capi
+        _capi.reset_stats()
+
+
+def clear_memory_cache() -> None:
+    with _lock:
+        _memory.clear()

@@ -1,0 +1,110 @@
+"""Counters: what dyngen compiled, what it took from a cache, what ran eagerly and why.
+
+`dyngen.stats()` merges the frontend's counters with the C library's (dg_get_stats) when the C
+executor is in use, and sums Thunder's cache misses over every Thunder-compiled graph of every
+live ThunderFX backend, so one dict tells whether anything recompiled.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+from .options import log, options
+
+
+@dataclass
+class _Counters:
+    graphs_compiled: int = 0      # compile calls that produced an executable (cache hits included)
+    nvrtc_compiles: int = 0       # real code generations (reference executor: always 0)
+    cache_hits_memory: int = 0
+    cache_hits_disk: int = 0
+    exported_graphs: int = 0      # FX graphs exported to the IR (forward and backward count apart)
+    dynamic_graphs: int = 0       # Dynamo graphs with symbolic shapes given to dyngen
+    static_graphs: int = 0        # Dynamo graphs with static shapes given to Thunder
+    backend_calls: int = 0        # every Dynamo graph the backend saw (= Dynamo compiles)
+    fallbacks: list = field(default_factory=list)
+    executor: str = ""
+
+
+_lock = threading.Lock()
+_c = _Counters()
+# Thunder's miss counters live on its compiled functions; reset_stats() records each backend's
+# count at the reset and stats() reports what came after.
+_thunder_compilers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def bump(name: str, n: int = 1) -> None:
+    with _lock:
+        setattr(_c, name, getattr(_c, name) + n)
+
+
+def record_fallback(graph: str, reason: str) -> None:
+    with _lock:
+        _c.fallbacks.append({"graph": graph, "reason": reason})
+    log.info("fallback to eager for %s: %s", graph, reason)
+
+
+def set_executor(kind: str) -> None:
+    with _lock:
+        _c.executor = kind
+
+
+def register_thunder_compiler(tc) -> None:
+    _thunder_compilers[tc] = 0
+
+
+def thunder_cache_misses() -> int:
+    """Summed `thunder.cache_misses` over every function Thunder compiled for a live backend."""
+    return sum(count_thunder_cache_misses(tc) - base for tc, base in list(_thunder_compilers.items()))
+
+
+def count_thunder_cache_misses(tc) -> int:
+    """Cache misses of the Thunder-compiled functions of one ThunderCompiler."""
+    import thunder
+
+    total = 0
+    for info in getattr(tc, "subgraph_infos", []):
+        for fn in info.thunder_compiled_fns or []:
+            total += thunder.cache_misses(fn)
+    return total
+
+
+def stats() -> dict:
+    from . import runtime
+
+    with _lock:
+        d = {k: (list(v) if isinstance(v, list) else v) for k, v in _c.__dict__.items()}
+    capi = runtime.capi_stats()
+    if capi is not None:
+        for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
+            d[k] = capi[k]
+        d["launches"] = capi["launches"]
+    d["executor"] = d["executor"] or runtime.executor_kind()
+    d["thunder_cache_misses"] = thunder_cache_misses()
+    return d
+
+
+def reset_stats() -> None:
+    """Zeroes every counter (Thunder's own cache counters belong to its compiled functions)."""
+    global _c
+    from . import runtime
+
+    for tc in list(_thunder_compilers.keys()):
+        _thunder_compilers[tc] = count_thunder_cache_misses(tc)
+    with _lock:
+        _c = _Counters()
+    runtime.reset_capi_stats()
+
+
+def dump(name: str, key: str, text: str) -> None:
+    """DYNGEN_DUMP=DIR: writes the exported graph's IR text as DIR/<name>-<key[:12]>.ir."""
+    d = options().dump_dir
+    if not d:
+        return
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{name}-{key[:12]}.ir")
+    with open(path, "w") as f:
+        f.write(text)
+    log.debug("dumped %s", path)

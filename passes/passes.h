@@ -1,0 +1,15 @@
+// Graph-to-graph passes. Each is a free function that returns its input unchanged (structurally)
+// when nothing applies; the order they run in is in pipeline.cc.
+#pragma once
+#include "ir/graph.h"
+
+namespace dg {
+
+// Removes nodes whose results no output depends on.
+Graph eliminate_dead_code(const Graph& g);
+// Merges nodes with the same op, operands and attributes (e.g. PEFT's repeated x.to(f32)).
+Graph eliminate_common_subexpressions(const Graph& g);
+// Drops casts to the same dtype and exact round trips such as bf16 -> f32 -> bf16.
+Graph fold_casts(const Graph& g);
+
+}  // namespace dg

@@ -1,0 +1,46 @@
+#include "passes/pipeline.h"
+
+#include <stdexcept>
+
+#include "ir/verifier.h"
+#include "passes/passes.h"
+
+namespace dg {
+
+namespace {
+struct PassEntry {
+  const char* name;
+  Graph (*run)(const Graph&);
+  const char* why_here;
+};
+
+constexpr PassEntry kPipeline[] = {
+    {"cse", eliminate_common_subexpressions,
+     "first: PEFT casts x to f32 once per adapter; merged casts expose round trips to fold_casts"},
+    {"fold_casts", fold_casts, "after cse, so each distinct cast chain is looked at once"},
+    {"dce", eliminate_dead_code, "last: removes what cse and fold_casts left unused"},
+};
+}  // namespace
+
+std::vector<std::string> pipeline_pass_names() {
+  std::vector<std::string> names;
+  for (const PassEntry& p : kPipeline) names.push_back(p.name);
+  return names;
+}
+
+Graph run_pipeline(const Graph& g, const PipelineOptions& options) {
+  Graph current = g;
+  if (options.after_pass) options.after_pass("input", current);
+  for (const PassEntry& p : kPipeline) {
+    if (options.disabled.count(p.name)) continue;
+    current = p.run(current);
+    if (options.verify_each) {
+      std::string err = verify_graph(current);
+      if (!err.empty()) throw std::logic_error(std::string("pass ") + p.name + " broke the graph: " + err);
+    }
+    if (options.after_pass) options.after_pass(p.name, current);
+  }
+  return current;
+}
+
+}  // namespace dg

@@ -1,0 +1,252 @@
+#include "runtime/compiler.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "codegen/emit_cuda.h"
+#include "ir/graph_hash.h"
+#include "ir/sha256.h"
+#include "ir/text_format.h"
+#include "passes/pipeline.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/disk_cache.h"
+#include "runtime/emu/device_headers.h"
+#include "runtime/emu/emu_module.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace dg {
+
+namespace {
+
+std::atomic<int64_t> g_graphs{0}, g_compiles{0}, g_mem_hits{0}, g_disk_hits{0}, g_misses{0},
+    g_corrupt{0}, g_launches{0};
+
+// One DiskCache per folder for the whole process (it also holds the memory tier of binaries).
+DiskCache& cache_for(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<DiskCache>> caches;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string resolved = dir.empty() ? default_cache_dir() : dir;
+  auto& slot = caches[resolved];
+  if (!slot) {
+    DiskCacheOptions o;
+    o.dir = resolved;
+    slot = std::make_unique<DiskCache>(o);
+  }
+  return *slot;
+}
+
+// Compiled executables by (graph hash, target, options): a repeat compile in this process
+// skips passes, codegen and the binary cache.
+struct ExecutableCache {
+  std::mutex mu;
+  std::map<std::string, std::pair<std::string, std::shared_ptr<Executable>>> by_request;
+};
+ExecutableCache& executables() {
+  static ExecutableCache* c = new ExecutableCache();
+  return *c;
+}
+
+const std::string& host_compiler_identity() {
+  static const std::string id = emu::EmuModule::compiler_identity();
+  return id;
+}
+
+const std::string& device_headers_digest() {
+  static const std::string digest = [] {
+    Sha256 h;
+    for (const EmbeddedFile& f : device_headers()) {
+      h.update(f.name);
+      h.update(f.content);
+    }
+    auto d = h.finish();
+    return to_hex(d.data(), d.size());
+  }();
+  return digest;
+}
+
+// Keeps only the symbols some value or attribute uses (a declared but unused symbol could
+// never be bound at call time).
+void drop_unused_symbols(Graph& g) {
+  std::set<std::string> used;
+  auto note = [&](const SymExpr& e) {
+    for (const SymExpr& s : e.free_symbols()) used.insert(s.symbol_name());
+  };
+  for (const Value& v : g.values) {
+    if (v.kind == ValueKind::kSymInt) note(v.sym_value);
+    for (const SymExpr& d : v.type.shape) note(d);
+  }
+  for (const Node& n : g.nodes)
+    for (auto& [k, a] : n.attrs.entries())
+      if (auto* syms = std::get_if<std::vector<SymExpr>>(&a))
+        for (const SymExpr& e : *syms) note(e);
+  std::vector<SymExpr> kept;
+  for (const SymExpr& s : g.symbols)
+    if (used.count(s.symbol_name())) kept.push_back(s);
+  g.symbols = kept;
+}
+
+struct ResolvedTarget {
+  std::string name;  // "host" or an sm_XX arch
+  bool runnable;     // a device here can run it
+};
+
+Result<ResolvedTarget> resolve_target(const std::string& requested) {
+  CudaDriver& driver = CudaDriver::instance();
+  if (requested == "host") return ResolvedTarget{"host", true};
+  if (requested.empty()) {
+    if (driver.available()) return ResolvedTarget{driver.default_arch(), true};
+    return ResolvedTarget{"host", true};
+  }
+  if (requested == "cuda") {
+    if (!driver.available())
+      return Status::error("target cuda: no usable GPU (" + driver.unavailable_reason() + ")");
+    return ResolvedTarget{driver.default_arch(), true};
+  }
+  if (requested.rfind("sm_", 0) != 0)
+    return Status::error("unknown target '" + requested + "' (host, cuda, sm_80, sm_90a, ...)");
+  bool runnable = driver.available() && driver.default_arch() == requested;
+  return ResolvedTarget{requested, runnable};
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+CompileOutcome failure(int status, std::string message) {
+  CompileOutcome o;
+  o.status = status;
+  o.error = std::move(message);
+  return o;
+}
+
+}  // namespace
+
+const char* dyngen_version() { return "0.1.0"; }
+
+CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) {
+  auto target = resolve_target(request.target);
+  if (!target.ok()) return failure(DG_ERR_INVALID_INPUT, target.message());
+
+  std::string options_tag = target->name + "|";
+  for (const std::string& p : request.disabled_passes) options_tag += p + ",";
+  std::string request_key = graph_hash(input) + "|" + options_tag;
+  if (request.emit_dir.empty()) {
+    std::lock_guard<std::mutex> lock(executables().mu);
+    auto it = executables().by_request.find(request_key);
+    if (it != executables().by_request.end()) {
+      ++g_mem_hits;
+      CompileOutcome o;
+      o.key = it->second.first;
+      o.executable = it->second.second;
+      o.cache_hit = CacheHit::kMemory;
+      return o;
+    }
+  }
+
+  // Passes and codegen run on the canonical form, so the source (and the key) does not depend on
+  // Dynamo's symbol names.
+  std::filesystem::path emit(request.emit_dir);
+  if (!request.emit_dir.empty()) std::filesystem::create_directories(emit);
+  PipelineOptions popts;
+  popts.disabled = request.disabled_passes;
+  int pass_index = 0;
+  if (!request.emit_dir.empty())
+    popts.after_pass = [&](const std::string& name, const Graph& g) {
+      write_file(emit / (std::to_string(pass_index++) + "_" + name + ".dgir"), print_graph(g));
+    };
+  Graph optimized;
+  KernelPlan plan;
+  try {
+    optimized = run_pipeline(canonicalize_symbols(input), popts);
+    drop_unused_symbols(optimized);
+    plan = emit_cuda(optimized);
+  } catch (const UnsupportedError& e) {
+    return failure(DG_ERR_UNSUPPORTED, e.what());
+  } catch (const std::exception& e) {
+    return failure(DG_ERR_INTERNAL, std::string("codegen: ") + e.what());
+  }
+  if (!request.emit_dir.empty()) write_file(emit / "kernels.cu", plan.source);
+
+  bool host = target->name == "host";
+  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version();
+  std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
+                               target->name + "\n" + compiler_id + "\n" + device_headers_digest() +
+                               "\n" + sha256_hex(plan.source));
+
+  DiskCache& cache = cache_for(request.cache_dir);
+  CacheCounters before = cache.counters();
+  std::optional<std::string> binary = cache.get(key);
+  CacheCounters after = cache.counters();
+  g_corrupt += static_cast<int64_t>(after.corrupt_entries - before.corrupt_entries);
+  CacheHit hit = CacheHit::kMiss;
+  if (binary) {
+    hit = after.disk_hits > before.disk_hits ? CacheHit::kDisk : CacheHit::kMemory;
+  }
+
+  std::unique_ptr<KernelModule> module;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!binary) {
+      hit = CacheHit::kMiss;
+      ++g_compiles;
+      if (host) {
+        auto so = emu::EmuModule::compile_to_shared_object(plan.source);
+        if (!so.ok()) return failure(DG_ERR_COMPILE, "host compiler failed:\n" + so.message());
+        binary = so.value();
+      } else {
+        std::vector<CudaHeader> headers;
+        for (const EmbeddedFile& f : device_headers())
+          headers.push_back({std::string(f.name), std::string(f.content)});
+        CompileOptions copts;
+        copts.arch = target->name;
+        auto compiled = nvrtc_compile(plan.source, headers, copts);
+        if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
+        binary = compiled->binary;
+      }
+      (void)cache.put(key, *binary);  // a failed write has already degraded to memory + warned
+    }
+    if (!target->runnable) break;
+    auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary);
+    if (loaded.ok()) {
+      module = std::move(loaded).value();
+      break;
+    }
+    // Note [Failed module load is a miss]: drop the entry and compile again, once.
+    cache.invalidate(key);
+    binary.reset();
+    if (attempt == 1) return failure(DG_ERR_INTERNAL, "cannot load kernels: " + loaded.message());
+  }
+  if (hit == CacheHit::kMemory) ++g_mem_hits;
+  if (hit == CacheHit::kDisk) ++g_disk_hits;
+  if (hit == CacheHit::kMiss) ++g_misses;
+
+  auto exe =
+      Executable::create(std::move(optimized), std::move(plan), std::move(module), target->name);
+  if (!exe.ok()) return failure(DG_ERR_UNSUPPORTED, exe.message());
+  ++g_graphs;
+  CompileOutcome o;
+  o.executable = exe.value();
+  o.key = key;
+  o.cache_hit = hit;
+  {
+    std::lock_guard<std::mutex> lock(executables().mu);
+    executables().by_request[request_key] = {key, o.executable};
+  }
+  return o;
+}
+
+RuntimeStats runtime_stats() {
+  return {g_graphs.load(), g_compiles.load(), g_mem_hits.load(), g_disk_hits.load(),
+          g_misses.load(), g_corrupt.load(),  g_launches.load()};
+}
+
+void reset_runtime_stats() {
+  g_graphs = g_compiles = g_mem_hits = g_disk_hits = g_misses = g_corrupt = g_launches = 0;
+}
+
+void count_launch() { ++g_launches; }
+
+}  // namespace dg

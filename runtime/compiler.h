@@ -1,0 +1,46 @@
+// The compile path: passes -> codegen -> cache lookup -> NVRTC or the host compiler -> load.
+#pragma once
+#include <memory>
+#include <set>
+#include <string>
+
+#include "ir/graph.h"
+#include "runtime/executable.h"
+
+namespace dg {
+
+struct CompileRequest {
+  // "host" (CPU emulation), "cuda" (the GPU here), an arch such as "sm_80"/"sm_90a", or ""
+  // (cuda if a GPU is present, else host). An arch with no matching GPU compiles but cannot run.
+  std::string target;
+  std::string cache_dir;  // "": DYNGEN_CACHE_DIR or the user's cache folder
+  std::string emit_dir;   // "": none; else the CUDA source and the IR after each pass go there
+  std::set<std::string> disabled_passes;
+};
+
+enum class CacheHit { kMiss = 0, kMemory = 1, kDisk = 2 };
+
+struct CompileOutcome {
+  std::shared_ptr<Executable> executable;
+  std::string key;
+  CacheHit cache_hit = CacheHit::kMiss;
+  int status = 0;  // a dg_status code
+  std::string error;
+  bool ok() const { return status == 0; }
+};
+
+CompileOutcome compile_graph(const Graph& g, const CompileRequest& request);
+
+// Process-wide counters behind dg_get_stats.
+struct RuntimeStats {
+  int64_t graphs_compiled = 0, nvrtc_compiles = 0, cache_hits_memory = 0, cache_hits_disk = 0,
+          cache_misses = 0, cache_corrupt = 0, launches = 0;
+};
+RuntimeStats runtime_stats();
+void reset_runtime_stats();
+void count_launch();
+
+// The dyngen version that enters every cache key.
+const char* dyngen_version();
+
+}  // namespace dg

@@ -1,0 +1,236 @@
+// Scheduling for the host emulation: the fiber scheduler of one block, and the grid loop that
+// spreads blocks over OS threads.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dg_emu_abi.h"
+#include "dg_emu_engine.h"
+
+namespace dg::emu {
+
+inline const Options& options() {
+  static const Options opts = [] {
+    Options o;
+    unsigned hw = std::thread::hardware_concurrency();
+    o.threads = hw == 0 ? 1 : hw;
+    if (const char* s = std::getenv("DYNGEN_EMU_THREADS"); s != nullptr && std::atoi(s) > 0)
+      o.threads = static_cast<unsigned>(std::atoi(s));
+    if (const char* s = std::getenv("DYNGEN_EMU_STACK_KB"); s != nullptr && std::atoi(s) >= 16) {
+      const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      o.stack_bytes = ((static_cast<size_t>(std::atoi(s)) << 10) + page - 1) / page * page;
+    }
+    return o;
+  }();
+  return opts;
+}
+
+// The body of every fiber: run the kernel for this thread, then hand control back for good.
+inline void thread_main(void* arg) {
+  Thread* t = static_cast<Thread*>(arg);
+  Block& b = *t_block;
+  b.body(b.body_arg);
+  async_wait_all(*t);
+  t->state = ThreadState::kExited;
+  fiber_switch(&t->ctx, &b.sched);
+  __builtin_unreachable();
+}
+
+// Shapes a worker's Block for a launch.
+inline void prepare_block(Block& b, const DgEmuLaunch& cfg) {
+  b.block_dim = dim3(cfg.block_x, cfg.block_y, cfg.block_z);
+  b.grid_dim = dim3(cfg.grid_x, cfg.grid_y, cfg.grid_z);
+  b.n_threads = cfg.block_x * cfg.block_y * cfg.block_z;
+  b.threads.resize(b.n_threads);
+  b.queue.resize(b.n_threads);
+  for (unsigned i = 0; i < b.n_threads; ++i) {
+    Thread& t = b.threads[i];
+    t.linear = i;
+    t.tid =
+        uint3{i % cfg.block_x, (i / cfg.block_x) % cfg.block_y, i / (cfg.block_x * cfg.block_y)};
+  }
+  b.warps.resize((b.n_threads + 31) / 32);
+  for (size_t w = 0; w < b.warps.size(); ++w) {
+    unsigned lanes = std::min(32u, b.n_threads - static_cast<unsigned>(w) * 32);
+    b.warps[w].existing = lanes == 32 ? ~0u : (1u << lanes) - 1;
+  }
+}
+
+// Note [Strict barriers]: every thread of a block must reach each __syncthreads(). PTX lets an
+// exited thread release a barrier, but CUDA C++ calls a barrier in divergent code undefined, so
+// the emulation counts all threads of the block: a barrier that exited threads will never reach
+// leaves the others parked, the ready queue runs dry, and the launch fails with a deadlock message
+// instead of hanging. Generated kernels predicate instead of returning early.
+inline std::string deadlock_message(const Block& b) {
+  unsigned at_bar = 0, at_warp = 0;
+  for (const Thread& t : b.threads) {
+    at_bar += t.state == ThreadState::kBlockBarrier;
+    at_warp += t.state == ThreadState::kWarpCollective;
+  }
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "deadlock in block (%u,%u,%u) of %u threads: %u wait at __syncthreads(), %u wait "
+                "at a warp collective, %u have exited; a barrier that some threads never reach "
+                "cannot complete",
+                b.block_idx.x, b.block_idx.y, b.block_idx.z, b.n_threads, at_bar, at_warp,
+                b.n_exited);
+  return buf;
+}
+
+// Records a thread's exit; a lane parked at a collective that names it can never proceed.
+inline void on_thread_exit(Block& b, Thread& t) {
+  ++b.n_exited;
+  b.free_stacks.push_back(t.stack);
+  Warp& w = b.warps[t.linear >> 5];
+  uint32_t bit = 1u << (t.linear & 31);
+  w.exited |= bit;
+  for (uint32_t m = w.arrived; m; m &= m - 1) {
+    if (w.lane[__builtin_ctz(m)].mask & bit) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "block (%u,%u,%u): thread %u exited while lanes of its warp wait for it at a "
+                    "warp collective",
+                    b.block_idx.x, b.block_idx.y, b.block_idx.z, t.linear);
+      b.error = buf;
+      return;
+    }
+  }
+}
+
+// Note [Block scheduler]: a block runs start to finish on one worker. The worker's own context is
+// the scheduler: it pops a ready thread, switches to its fiber, and gets control back when the
+// thread parks (barrier or warp collective), exits or fails. Whoever completes a barrier readies
+// the parked threads; when nothing is ready the block is either done or deadlocked. Every handoff
+// goes through the scheduler, so an exiting fiber never has its stack reused under it. A thread
+// that never parks costs one fiber start and two switches (tens of nanoseconds).
+// Runs every thread of the block in b.block_idx to completion. False (with b.error) on failure.
+inline bool run_block(Block& b) {
+  b.q_head = 0;
+  b.q_size = 0;
+  b.n_exited = 0;
+  b.bar_arrived = b.bar_generation = 0;
+  b.bar_count[0] = b.bar_count[1] = 0;
+  for (Warp& w : b.warps) w.arrived = w.exited = 0;
+  for (Thread& t : b.threads) {
+    t.started = false;
+    t.async_copies.clear();
+    t.async_group_ends.clear();
+    push_ready(b, t);
+  }
+  while (b.q_size > 0) {
+    Thread& t = b.threads[b.queue[b.q_head]];
+    b.q_head = (b.q_head + 1) % b.n_threads;
+    --b.q_size;
+    if (!t.started) {
+      if (b.free_stacks.empty()) {
+        b.free_stacks.push_back(StackPool::instance().acquire(options().stack_bytes));
+      }
+      t.stack = b.free_stacks.back();
+      b.free_stacks.pop_back();
+      fiber_init(&t.ctx, t.stack.lo, t.stack.size, &thread_main, &t);
+      t.started = true;
+    }
+    t_thread = &t;
+    fiber_switch(&b.sched, &t.ctx);
+    t_thread = nullptr;
+    if (t.state == ThreadState::kExited) on_thread_exit(b, t);
+    if (!b.error.empty()) break;
+  }
+  if (b.error.empty() && b.n_exited != b.n_threads) b.error = deadlock_message(b);
+  if (b.error.empty()) return true;
+  // Abandon the parked fibers; their stacks go back to the free list.
+  for (Thread& t : b.threads) {
+    if (t.started && t.state != ThreadState::kExited) b.free_stacks.push_back(t.stack);
+    t.started = false;
+  }
+  return false;
+}
+
+// State shared by the workers of one launch.
+struct GridRun {
+  const DgEmuLaunch* cfg;
+  void (*body)(void*);
+  void* body_arg;
+  uint64_t n_blocks;
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::string error;
+
+  void record(const std::string& message) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (error.empty()) error = message;
+    failed = true;
+  }
+};
+
+// One OS thread's share of a grid: takes blocks from the shared counter until none are left.
+inline void run_worker(GridRun& run) {
+  Block b;
+  const DgEmuLaunch& cfg = *run.cfg;
+  unsigned char* smem = nullptr;
+  try {
+    prepare_block(b, cfg);
+    b.body = run.body;
+    b.body_arg = run.body_arg;
+    b.dyn_smem_bytes = cfg.dynamic_smem_bytes;
+    size_t alloc = (std::max<size_t>(cfg.dynamic_smem_bytes, 16) + 127) & ~size_t{127};
+    smem = static_cast<unsigned char*>(::operator new (alloc, std::align_val_t{128}));
+    b.dyn_smem = smem;
+    t_block = &b;
+    while (!run.failed.load(std::memory_order_relaxed)) {
+      uint64_t i = run.next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= run.n_blocks) break;
+      b.block_idx = uint3{static_cast<unsigned>(i % cfg.grid_x),
+                          static_cast<unsigned>((i / cfg.grid_x) % cfg.grid_y),
+                          static_cast<unsigned>(i / (uint64_t{cfg.grid_x} * cfg.grid_y))};
+      // Shared memory starts with garbage on a GPU; make reliance on it visible (NaN, -1).
+      std::memset(smem, 0xff, cfg.dynamic_smem_bytes);
+      if (!run_block(b)) {
+        run.record(b.error);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    run.record(std::string("emulation failure: ") + e.what());
+  }
+  t_block = nullptr;
+  if (smem != nullptr) ::operator delete (smem, std::align_val_t{128});
+  StackPool::instance().release(b.free_stacks.data(), b.free_stacks.size());
+}
+
+// Runs a grid; body() runs the kernel for the current thread. Returns "" or an error message.
+inline std::string run_grid(const DgEmuLaunch& cfg, void (*body)(void*), void* body_arg) {
+  if (t_block != nullptr) return "a kernel launch from inside an emulated kernel";
+  if (cfg.grid_x == 0 || cfg.grid_y == 0 || cfg.grid_z == 0 || cfg.block_x == 0 ||
+      cfg.block_y == 0 || cfg.block_z == 0)
+    return "invalid launch: a grid or block dimension is 0";
+  if (cfg.grid_y > 65535 || cfg.grid_z > 65535 || cfg.block_z > 64)
+    return "invalid launch: grid y/z above 65535 or block z above 64";
+  if (uint64_t{cfg.block_x} * cfg.block_y * cfg.block_z > 1024)
+    return "invalid launch: more than 1024 threads per block";
+  GridRun run;
+  run.cfg = &cfg;
+  run.body = body;
+  run.body_arg = body_arg;
+  run.n_blocks = uint64_t{cfg.grid_x} * cfg.grid_y * cfg.grid_z;
+  unsigned n_workers = static_cast<unsigned>(std::min<uint64_t>(options().threads, run.n_blocks));
+  std::vector<std::thread> helpers;
+  try {
+    for (unsigned i = 1; i < n_workers; ++i) helpers.emplace_back([&run] { run_worker(run); });
+  } catch (const std::exception& e) {
+    run.record(std::string("cannot start emulation threads: ") + e.what());
+  }
+  run_worker(run);
+  for (std::thread& h : helpers) h.join();
+  return run.error;
+}
+
+}  // namespace dg::emu

@@ -1,0 +1,211 @@
+#include "runtime/executable.h"
+
+namespace dg {
+
+namespace {
+std::string describe_input(int i) { return "input " + std::to_string(i); }
+}  // namespace
+
+Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan plan,
+                                                       std::unique_ptr<KernelModule> module,
+                                                       std::string target) {
+  std::shared_ptr<Executable> e(new Executable());
+  e->graph_ = std::move(graph);
+  e->plan_ = std::move(plan);
+  e->module_ = std::move(module);
+  e->target_ = std::move(target);
+  const Graph& g = e->graph_;
+
+  // Note [Binding symbols]
+  // Every symbol must appear as a whole dim of some input (or be a SymInt input); its first
+  // occurrence binds it and every other dim, derived expressions included, is checked against
+  // the shape program's value. A symbol that only occurs inside an expression (say 2*s) cannot
+  // be solved for and makes the graph unsupported.
+  for (const SymExpr& sym : e->plan_.symbols) {
+    SymbolSource src{-1, -2};
+    for (size_t i = 0; i < g.inputs.size() && src.input < 0; ++i) {
+      const Value& v = g.value(g.inputs[i]);
+      if (v.kind == ValueKind::kSymInt && v.sym_value == sym) src = {static_cast<int>(i), -1};
+      for (int d = 0; v.kind == ValueKind::kTensor && d < v.type.rank() && src.input < 0; ++d)
+        if (v.type.shape[d] == sym) src = {static_cast<int>(i), d};
+    }
+    if (src.input < 0)
+      return Status::error("symbol " + sym.symbol_name() +
+                           " is not a whole dimension of any input, so it cannot be bound");
+    e->sources_.push_back(src);
+  }
+
+  std::vector<SymExpr> exprs;
+  e->input_dims_at_ = exprs.size();
+  for (ValueId in : g.inputs) {
+    const Value& v = g.value(in);
+    if (v.kind == ValueKind::kSymInt)
+      exprs.push_back(v.sym_value);
+    else
+      exprs.insert(exprs.end(), v.type.shape.begin(), v.type.shape.end());
+  }
+  e->output_dims_at_ = exprs.size();
+  for (ValueId out : g.outputs)
+    exprs.insert(exprs.end(), g.tensor(out).shape.begin(), g.tensor(out).shape.end());
+  e->workspace_at_ = exprs.size();
+  for (const WorkspaceSlot& w : e->plan_.workspace) exprs.push_back(w.offset);
+  exprs.push_back(e->plan_.workspace_bytes);
+  e->grids_at_ = exprs.size();
+  for (const KernelLaunch& k : e->plan_.kernels)
+    exprs.insert(exprs.end(), k.grid.begin(), k.grid.end());
+  try {
+    e->program_ = ShapeProgram::compile(e->plan_.symbols, exprs);
+  } catch (const std::exception& ex) {
+    return Status::error(ex.what());
+  }
+  if (e->module_) {
+    std::vector<std::string> names;
+    for (const KernelLaunch& k : e->plan_.kernels) names.push_back(k.name);
+    Status s = e->module_->resolve(names);
+    if (!s.ok()) return s;
+  }
+  return e;
+}
+
+Status Executable::bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* batch) const {
+  const Graph& g = graph_;
+  if (num_inputs != static_cast<int>(g.inputs.size()))
+    return Status::error("expected " + std::to_string(g.inputs.size()) + " inputs, got " +
+                         std::to_string(num_inputs));
+  for (int i = 0; i < num_inputs; ++i) {
+    const Value& v = g.value(g.inputs[i]);
+    const dg_tensor& t = inputs[i];
+    if (v.kind == ValueKind::kSymInt) {
+      if (t.rank != -1) return Status::error(describe_input(i) + " must be a symbolic integer");
+      continue;
+    }
+    if (t.rank != v.type.rank())
+      return Status::error(describe_input(i) + " must have rank " + std::to_string(v.type.rank()) +
+                           ", got " + std::to_string(t.rank));
+    if (t.dtype != static_cast<int>(v.type.dtype))
+      return Status::error(describe_input(i) + " must be " + std::string(dtype_name(v.type.dtype)));
+  }
+  batch->symbol_values.resize(plan_.symbols.size());
+  for (size_t s = 0; s < plan_.symbols.size(); ++s) {
+    const SymbolSource& src = sources_[s];
+    int64_t value = inputs[src.input].shape[src.dim < 0 ? 0 : src.dim];
+    const SymExpr& sym = plan_.symbols[s];
+    Interval r = sym.symbol_range();
+    if (!r.contains(value) || value % sym.symbol_divisor() != 0)
+      return Status::error("symbol " + sym.symbol_name() + " = " + std::to_string(value) +
+                           " (from " + describe_input(src.input) + ") is outside its range");
+    batch->symbol_values[s] = value;
+  }
+  batch->results.resize(program_.num_results());
+  if (!program_.run(batch->symbol_values.data(), batch->results.data()))
+    return Status::error("shape arithmetic overflowed for these input sizes");
+  size_t at = input_dims_at_;
+  for (int i = 0; i < num_inputs; ++i) {
+    const dg_tensor& t = inputs[i];
+    int rank = t.rank < 0 ? 1 : t.rank;
+    for (int d = 0; d < rank; ++d, ++at) {
+      if (t.shape[d] != batch->results[at]) {
+        const Value& v = g.value(g.inputs[i]);
+        std::string want =
+            v.kind == ValueKind::kSymInt ? v.sym_value.to_string() : v.type.shape[d].to_string();
+        return Status::error(describe_input(i) + " dim " + std::to_string(d) + " is " +
+                             std::to_string(t.shape[d]) + " but must be " + want + " = " +
+                             std::to_string(batch->results[at]));
+      }
+    }
+  }
+  return {};
+}
+
+Status Executable::prepare(const dg_tensor* inputs, int num_inputs, dg_tensor* outputs,
+                           int num_outputs, size_t* workspace_bytes) const {
+  if (num_outputs != static_cast<int>(graph_.outputs.size()))
+    return Status::error("expected " + std::to_string(graph_.outputs.size()) + " outputs");
+  LaunchBatch batch;
+  Status s = bind(inputs, num_inputs, &batch);
+  if (!s.ok()) return s;
+  size_t at = output_dims_at_;
+  for (int j = 0; j < num_outputs; ++j) {
+    const TensorType& t = graph_.tensor(graph_.outputs[j]);
+    outputs[j].rank = t.rank();
+    outputs[j].dtype = static_cast<int32_t>(t.dtype);
+    for (int d = 0; d < t.rank(); ++d) outputs[j].shape[d] = batch.results[at++];
+  }
+  *workspace_bytes = static_cast<size_t>(batch.results[workspace_at_ + plan_.workspace.size()]);
+  return {};
+}
+
+Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
+                        int num_outputs, void* workspace, LaunchBatch* batch) const {
+  if (num_outputs != static_cast<int>(graph_.outputs.size()))
+    return Status::error("expected " + std::to_string(graph_.outputs.size()) + " outputs");
+  Status s = bind(inputs, num_inputs, batch);
+  if (!s.ok()) return s;
+  size_t at = output_dims_at_;
+  for (int j = 0; j < num_outputs; ++j) {
+    const TensorType& t = graph_.tensor(graph_.outputs[j]);
+    if (outputs[j].rank != t.rank() || outputs[j].dtype != static_cast<int32_t>(t.dtype))
+      return Status::error("output " + std::to_string(j) + " must be " + t.to_string());
+    for (int d = 0; d < t.rank(); ++d)
+      if (outputs[j].shape[d] != batch->results[at++])
+        return Status::error("output " + std::to_string(j) + " has the wrong shape");
+  }
+  size_t total_ptrs = 0, total_args = 0;
+  for (const KernelLaunch& k : plan_.kernels) {
+    total_ptrs += k.buffers.size();
+    total_args += k.buffers.size() + plan_.symbols.size();
+  }
+  batch->pointers.resize(total_ptrs);
+  batch->args.resize(total_args);
+  size_t p = 0, a = 0;
+  for (const KernelLaunch& k : plan_.kernels) {
+    for (const BufferRef& b : k.buffers) {
+      void* ptr = nullptr;
+      switch (b.kind) {
+        case BufferRef::kInput:
+          ptr = inputs[b.index].data;
+          break;
+        case BufferRef::kOutput:
+          ptr = outputs[b.index].data;
+          break;
+        case BufferRef::kWorkspace:
+          ptr = static_cast<char*>(workspace) + batch->results[workspace_at_ + b.index];
+          break;
+      }
+      batch->pointers[p] = ptr;
+      batch->args[a++] = &batch->pointers[p++];
+    }
+    for (size_t s = 0; s < plan_.symbols.size(); ++s) batch->args[a++] = &batch->symbol_values[s];
+  }
+  return {};
+}
+
+Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
+                          int num_outputs, void* workspace, void* stream) const {
+  if (!module_)
+    return Status::error("this executable was compiled for " + target_ +
+                         " and there is no such device here to run it");
+  LaunchBatch batch;
+  Status s = pack(inputs, num_inputs, outputs, num_outputs, workspace, &batch);
+  if (!s.ok()) return s;
+  size_t a = 0;
+  for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+    const KernelLaunch& kl = plan_.kernels[k];
+    void** args = batch.args.data() + a;
+    a += kl.buffers.size() + plan_.symbols.size();
+    std::array<uint32_t, 3> grid;
+    bool empty = false;
+    for (int d = 0; d < 3; ++d) {
+      int64_t v = batch.results[grids_at_ + 3 * k + d];
+      if (v <= 0) empty = true;
+      if (v > 0x7fffffff) return Status::error("grid too large for kernel " + kl.name);
+      grid[d] = static_cast<uint32_t>(v);
+    }
+    if (empty) continue;  // nothing to compute, e.g. zero tokens
+    s = module_->launch(k, grid, kl.block, kl.shared_bytes, args, stream);
+    if (!s.ok()) return Status::error(kl.name + ": " + s.message());
+  }
+  return {};
+}
+
+}  // namespace dg

@@ -1,0 +1,71 @@
+// A compiled graph, ready to run for any value of its symbols: binds symbols from the inputs'
+// shapes, evaluates sizes and grids with the shape program, and launches the kernels.
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_plan.h"
+#include "ir/graph.h"
+#include "runtime/dyngen.h"
+#include "runtime/kernel_module.h"
+#include "runtime/shape_program.h"
+#include "runtime/status.h"
+
+namespace dg {
+
+// Grids and argument pointers of every launch of one call, computed without launching.
+struct LaunchBatch {
+  std::vector<int64_t> symbol_values;
+  std::vector<int64_t> results;  // the shape program's results
+  std::vector<void*> pointers;   // buffer pointers, kernel after kernel
+  std::vector<void*> args;       // cuLaunchKernel-style argument pointers, kernel after kernel
+};
+
+class Executable {
+ public:
+  // `module` may be null: the executable then describes and prepares, but cannot launch (a
+  // binary compiled for a GPU this machine lacks).
+  static Result<std::shared_ptr<Executable>> create(Graph graph, KernelPlan plan,
+                                                    std::unique_ptr<KernelModule> module,
+                                                    std::string target);
+
+  int num_inputs() const { return static_cast<int>(graph_.inputs.size()); }
+  int num_outputs() const { return static_cast<int>(graph_.outputs.size()); }
+  const Graph& graph() const { return graph_; }
+  const KernelPlan& plan() const { return plan_; }
+  const std::string& target() const { return target_; }
+  bool runnable() const { return module_ != nullptr; }
+  bool on_gpu() const { return module_ && module_->on_gpu(); }
+
+  // Checks the inputs and fills output shapes/dtypes and the workspace size.
+  Status prepare(const dg_tensor* inputs, int num_inputs, dg_tensor* outputs, int num_outputs,
+                 size_t* workspace_bytes) const;
+  // Everything a launch needs, without launching (the host-overhead benchmark measures this).
+  Status pack(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs, int num_outputs,
+              void* workspace, LaunchBatch* batch) const;
+  Status launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs, int num_outputs,
+                void* workspace, void* stream) const;
+
+ private:
+  Executable() = default;
+  Status bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* batch) const;
+
+  // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).
+  struct SymbolSource {
+    int input;
+    int dim;
+  };
+
+  Graph graph_;
+  KernelPlan plan_;
+  std::unique_ptr<KernelModule> module_;
+  std::string target_;
+  std::vector<SymbolSource> sources_;
+  ShapeProgram program_;
+  // Offsets into the shape program's results.
+  size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0;
+};
+
+}  // namespace dg

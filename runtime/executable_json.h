@@ -1,0 +1,13 @@
+// A JSON description of a compiled executable: kernels, launch shapes as symbolic expressions,
+// workspace, cache key (used by `dyngen compile --json` and dg_executable_describe).
+#pragma once
+#include <string>
+
+#include "runtime/executable.h"
+
+namespace dg {
+
+std::string json_escape(const std::string& s);
+std::string describe_executable_json(const Executable& e, const std::string& key, int cache_hit);
+
+}  // namespace dg

@@ -1,0 +1,107 @@
+// Reference for reductions over a set of dims: sum, mean and amax (Note [Reference semantics]).
+#include <cmath>
+#include <limits>
+
+#include "runtime/reference/ref_ops.h"
+
+namespace dg::ref {
+namespace {
+
+// Pairwise summation: error growth O(log n) like PyTorch's cascade sum and a GPU's tree, rather
+// than O(n) of a running sum, so the reference does not lose to the kernels it checks.
+template <class T>
+T pairwise_sum(const T* v, size_t n) {
+  if (n <= 8) {
+    T s = 0;
+    for (size_t i = 0; i < n; ++i) s += v[i];
+    return s;
+  }
+  size_t half = n / 2;
+  return pairwise_sum(v, half) + pairwise_sum(v + half, n - half);
+}
+
+template <>
+int64_t pairwise_sum<int64_t>(const int64_t* v, size_t n) {
+  uint64_t s = 0;  // wraps, like integer sums in PyTorch
+  for (size_t i = 0; i < n; ++i) s += static_cast<uint64_t>(v[i]);
+  return static_cast<int64_t>(s);
+}
+
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+template <class T>
+std::string reduce(const OpArgs& a, const std::vector<bool>& reduced) {
+  const HostTensor& x = *a.in[0];
+  HostTensor& out = *a.out;
+  const OpKind op = a.node.op;
+  std::vector<int64_t> strides = contiguous_strides(x.shape);
+  std::vector<int64_t> kept_shape, kept_strides, red_shape, red_strides;
+  for (int d = 0; d < x.rank(); ++d) {
+    (reduced[d] ? red_shape : kept_shape).push_back(x.shape[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(strides[d]);
+  }
+  int64_t kept = 1, count = 1;
+  for (int64_t d : kept_shape) kept *= d;
+  for (int64_t d : red_shape) count *= d;
+  if (kept != out.numel()) return "result shape mismatch";
+  if (op == OpKind::kAmax && count == 0 && kept > 0)
+    return "amax over an empty dimension of " + x.to_string() + " has no identity";
+
+  std::vector<int64_t> red_offsets;
+  red_offsets.reserve(static_cast<size_t>(count));
+  for_each_index(red_shape, {red_strides}, {},
+                 [&](int64_t, const int64_t* off) { red_offsets.push_back(off[0]); });
+  // An explicit dtype converts the input first (torch.sum(x, dtype=...)).
+  const bool convert = x.dtype != out.dtype;
+  std::vector<T> vals(static_cast<size_t>(count));
+  for_each_index(kept_shape, {kept_strides}, {}, [&](int64_t o, const int64_t* base) {
+    for (size_t j = 0; j < vals.size(); ++j) {
+      T v = load_element<T>(x, base[0] + red_offsets[j]);
+      vals[j] = convert ? round_to_dtype<T>(out.dtype, v) : v;
+    }
+    T r;
+    if (op == OpKind::kAmax) {
+      r = vals[0];
+      for (T v : vals)
+        if (is_nan(v) || (!is_nan(r) && v > r)) r = v;
+    } else {
+      r = pairwise_sum(vals.data(), vals.size());
+      if (op == OpKind::kMean) r = r / static_cast<T>(count);
+    }
+    store_element<T>(out, o, r);
+  });
+  return "";
+}
+
+}  // namespace
+
+std::string eval_reduce(const OpArgs& a) {
+  const HostTensor& x = *a.in[0];
+  auto dims = a.node.attrs.get_ints("dims");
+  if (!dims) return "missing attribute dims";
+  std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
+  for (int64_t d : *dims) {
+    int64_t axis = norm_axis(d, x.rank());
+    if (axis < 0 || reduced[static_cast<size_t>(axis)])
+      return "bad dim " + std::to_string(d) + " for " + x.to_string();
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  switch (compute_of(a.out->dtype)) {
+    case Compute::kFloat:
+      return reduce<float>(a, reduced);
+    case Compute::kDouble:
+      return reduce<double>(a, reduced);
+    case Compute::kInt:
+      if (a.node.op == OpKind::kMean) return "mean needs a floating-point dtype";
+      return reduce<int64_t>(a, reduced);
+  }
+  return "";
+}
+
+}  // namespace dg::ref

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# All tests: set-up, then the C++ suite (ctest) and the Python suite (pytest).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+bash scripts/setup.sh
+# Kernel binaries go to a cache folder of the test run's own, so tests see cold and warm caches
+# as they expect; the user's cache is left alone.
+export DYNGEN_CACHE_DIR="${DYNGEN_TEST_CACHE_DIR:-$repo/build/test-cache}"
+ctest --test-dir build -j "${DYNGEN_JOBS:-$(nproc)}" --output-on-failure
+if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ] && [ -d tests/python ]; then
+  .venv/bin/python -m pytest tests/python -q
+fi

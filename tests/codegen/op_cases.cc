@@ -1,0 +1,155 @@
+#include "tests/codegen/op_cases.h"
+
+namespace dg {
+
+namespace {
+
+// Builds `graph(x: dtype[n, 24]) -> op(...)` style cases.
+struct CaseBuilder {
+  std::vector<OpCase>* out;
+
+  void add(const std::string& name, OpKind op, const std::function<void(GraphBuilder&, SymExpr)>& body) {
+    GraphBuilder b(name);
+    SymExpr n = b.symbol("n", 0);
+    body(b, n);
+    out->push_back({name, op, b.finish()});
+  }
+};
+
+}  // namespace
+
+std::vector<OpCase> all_op_cases() {
+  std::vector<OpCase> cases;
+  CaseBuilder c{&cases};
+  const SymExpr k24(24);
+
+  c.add("constant", OpKind::kConstant, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, 3});
+    ValueId k = b.op(OpKind::kConstant, {}, {{"dtype", DType::kF32}, {"value", 1.5}});
+    b.output(k);
+    b.output(b.op(OpKind::kMul, {x, k}));
+  });
+  c.add("full", OpKind::kFull, [](GraphBuilder& b, SymExpr n) {
+    b.input(DType::kF32, {n});
+    b.output(b.op(OpKind::kFull, {},
+                  {{"dtype", DType::kBF16}, {"value", -2.25}, {"shape", std::vector<SymExpr>{n, 5}}}));
+  });
+  c.add("cast", OpKind::kCast, [&](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, k24});
+    b.output(b.op(OpKind::kCast, {x}, {{"dtype", DType::kBF16}}));
+    b.output(b.op(OpKind::kCast, {x}, {{"dtype", DType::kI64}}));
+    b.output(b.op(OpKind::kCast, {x}, {{"dtype", DType::kBool}}));
+  });
+  for (OpKind op : {OpKind::kNeg, OpKind::kExp, OpKind::kLog, OpKind::kSqrt, OpKind::kRsqrt,
+                    OpKind::kReciprocal, OpKind::kAbs, OpKind::kRelu, OpKind::kTanh,
+                    OpKind::kSigmoid, OpKind::kSilu, OpKind::kGelu}) {
+    bool positive = op == OpKind::kLog || op == OpKind::kSqrt || op == OpKind::kRsqrt;
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      ValueId x = b.input(DType::kBF16, {n, k24});
+      if (positive) x = b.op(OpKind::kExp, {x});  // keep the domain valid
+      b.output(b.op(op, {x}));
+    });
+  }
+  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMaximum,
+                    OpKind::kMinimum, OpKind::kPow, OpKind::kSiluBackward,
+                    OpKind::kSigmoidBackward}) {
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      // bf16[n, 24] with f32[24] broadcast: promotion to f32 as in PyTorch.
+      ValueId x = b.input(DType::kBF16, {n, k24});
+      ValueId y = b.input(DType::kF32, {k24});
+      if (op == OpKind::kPow) x = b.op(OpKind::kExp, {x});
+      b.output(b.op(op, {x, y}));
+    });
+  }
+  for (OpKind op : {OpKind::kEq, OpKind::kNe, OpKind::kLt, OpKind::kLe, OpKind::kGt, OpKind::kGe}) {
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      ValueId x = b.input(DType::kF32, {n, 1});
+      ValueId y = b.input(DType::kF32, {1, 7});
+      ValueId r = b.op(OpKind::kRelu, {x});  // many exact zeros make eq/ne interesting
+      ValueId z = b.op(OpKind::kRelu, {y});
+      b.output(b.op(op, {r, z}));
+    });
+  }
+  c.add("where", OpKind::kWhere, [&](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, k24});
+    ValueId y = b.input(DType::kF32, {k24});
+    ValueId zero = b.op(OpKind::kConstant, {}, {{"dtype", DType::kF32}, {"value", 0.0}});
+    ValueId cond = b.op(OpKind::kGt, {x, zero});
+    b.output(b.op(OpKind::kWhere, {cond, x, y}));
+  });
+  c.add("linear", OpKind::kLinear, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {n, 40});
+    ValueId w = b.input(DType::kBF16, {70, 40});
+    ValueId bias = b.input(DType::kBF16, {70});
+    b.output(b.op(OpKind::kLinear, {x, w}));
+    b.output(b.op(OpKind::kLinear, {x, w, bias}));
+  });
+  c.add("linear_3d_f32", OpKind::kLinear, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {2, n, 33});
+    ValueId w = b.input(DType::kF32, {17, 33});
+    b.output(b.op(OpKind::kLinear, {x, w}));
+  });
+  c.add("matmul", OpKind::kMatmul, [](GraphBuilder& b, SymExpr n) {
+    // Weight-gradient shape: K is the dynamic token count.
+    ValueId a = b.input(DType::kF32, {20, n});
+    ValueId x = b.input(DType::kF32, {n, 36});
+    b.output(b.op(OpKind::kMatmul, {a, x}));
+  });
+  c.add("matmul_batched", OpKind::kMatmul, [](GraphBuilder& b, SymExpr n) {
+    ValueId a = b.input(DType::kBF16, {3, n, 9});
+    ValueId x = b.input(DType::kBF16, {9, 66});
+    ValueId p = b.op(OpKind::kPermute, {x}, {{"dims", std::vector<int64_t>{1, 0}}});
+    ValueId q = b.op(OpKind::kPermute, {p}, {{"dims", std::vector<int64_t>{1, 0}}});
+    b.output(b.op(OpKind::kMatmul, {a, q}));
+  });
+  for (OpKind op : {OpKind::kSum, OpKind::kMean, OpKind::kAmax}) {
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      ValueId x = b.input(DType::kBF16, {n, 6, 5});
+      b.output(b.op(op, {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", int64_t{0}}}));
+      b.output(b.op(op, {x}, {{"dims", std::vector<int64_t>{-1, 1}}, {"keepdim", int64_t{1}}}));
+    });
+  }
+  c.add("reshape", OpKind::kReshape, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {n, 6, 4});
+    b.output(b.op(OpKind::kReshape, {x}, {{"shape", std::vector<SymExpr>{n * SymExpr(2), 12}}}));
+  });
+  c.add("permute", OpKind::kPermute, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, 6, 4});
+    b.output(b.op(OpKind::kPermute, {x}, {{"dims", std::vector<int64_t>{2, 0, 1}}}));
+  });
+  c.add("expand", OpKind::kExpand, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, 1});
+    b.output(b.op(OpKind::kExpand, {x}, {{"shape", std::vector<SymExpr>{3, n, 8}}}));
+  });
+  c.add("slice", OpKind::kSlice, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {n, 30});
+    b.output(b.op(OpKind::kSlice, {x},
+                  {{"dim", int64_t{1}}, {"start", std::vector<SymExpr>{3}},
+                   {"end", std::vector<SymExpr>{29}}, {"step", int64_t{4}}}));
+    b.output(b.op(OpKind::kSlice, {x},
+                  {{"dim", int64_t{0}}, {"start", std::vector<SymExpr>{0}},
+                   {"end", std::vector<SymExpr>{n}}, {"step", int64_t{2}}}));
+  });
+  c.add("cat", OpKind::kCat, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, 5});
+    ValueId y = b.input(DType::kF32, {n, 3});
+    b.output(b.op(OpKind::kCat, {x, y, x}, {{"dim", int64_t{-1}}}));
+  });
+  c.add("index_select", OpKind::kIndexSelect, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {50, 12});
+    ValueId idx = b.input(DType::kI64, {n});
+    b.output(b.op(OpKind::kIndexSelect, {x, idx}, {{"dim", int64_t{0}}}));
+  });
+  c.add("index_add", OpKind::kIndexAdd, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {50, 12});
+    ValueId idx = b.input(DType::kI64, {n});
+    ValueId src = b.input(DType::kBF16, {n, 12});
+    b.output(b.op(OpKind::kIndexAdd, {x, idx, src}, {{"dim", int64_t{0}}, {"alpha", 0.5}}));
+    ValueId xf = b.op(OpKind::kCast, {x}, {{"dtype", DType::kF32}});
+    ValueId sf = b.op(OpKind::kCast, {src}, {{"dtype", DType::kF32}});
+    b.output(b.op(OpKind::kIndexAdd, {xf, idx, sf}, {{"dim", int64_t{0}}}));
+  });
+  return cases;
+}
+
+}  // namespace dg

@@ -1,0 +1,103 @@
+// Golden tests: IR in, one pass (or the whole pipeline), expected IR out. Each golden file holds
+// the input graph, a line "# PASS: <name>" and, after "# EXPECT:", the printed result.
+// Regenerate an expectation with DYNGEN_UPDATE_GOLDEN=1 (then review the diff).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/text_format.h"
+#include "passes/passes.h"
+#include "passes/pipeline.h"
+
+namespace dg {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Graph apply_pass(const std::string& pass, const Graph& g) {
+  if (pass == "cse") return eliminate_common_subexpressions(g);
+  if (pass == "fold_casts") return fold_casts(g);
+  if (pass == "dce") return eliminate_dead_code(g);
+  if (pass == "pipeline") return run_pipeline(g);
+  ADD_FAILURE() << "unknown pass " << pass;
+  return g;
+}
+
+std::vector<fs::path> golden_files() {
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(DG_PASSES_GOLDEN_DIR))
+    if (e.path().extension() == ".dgir") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(PassesGolden, EachFileMatchesItsExpectation) {
+  auto files = golden_files();
+  ASSERT_FALSE(files.empty());
+  for (const fs::path& file : files) {
+    std::string text = read(file);
+    size_t pass_at = text.find("# PASS: ");
+    size_t expect_at = text.find("# EXPECT:\n");
+    ASSERT_NE(pass_at, std::string::npos) << file;
+    std::string pass = text.substr(pass_at + 8, text.find('\n', pass_at) - pass_at - 8);
+    std::string input = text.substr(0, expect_at == std::string::npos ? text.size() : expect_at);
+    ParseResult parsed = parse_graph_text(input);
+    ASSERT_TRUE(parsed.ok()) << file << ": " << parsed.error;
+    std::string got = print_graph(apply_pass(pass, parsed.graph));
+    if (std::getenv("DYNGEN_UPDATE_GOLDEN")) {
+      std::string expected_block;
+      std::istringstream lines(got);
+      for (std::string line; std::getline(lines, line);) expected_block += "#| " + line + "\n";
+      std::ofstream(file) << input << "# EXPECT:\n" << expected_block;
+      continue;
+    }
+    ASSERT_NE(expect_at, std::string::npos) << file << " has no # EXPECT: section";
+    std::string expected;
+    std::istringstream lines(text.substr(expect_at + 10));
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("#| ", 0) == 0) expected += line.substr(3) + "\n";
+    EXPECT_EQ(got, expected) << file;
+    // A pass is idempotent: running it on its own output changes nothing.
+    EXPECT_EQ(print_graph(apply_pass(pass, parse_graph_text(got).graph)), got) << file;
+  }
+}
+
+TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
+  ParseResult seed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir"));
+  ASSERT_TRUE(seed.ok()) << seed.error;
+  std::vector<std::string> ran;
+  PipelineOptions opts;
+  opts.after_pass = [&](const std::string& name, const Graph&) { ran.push_back(name); };
+  Graph out = run_pipeline(seed.graph, opts);
+  EXPECT_EQ(ran, (std::vector<std::string>{"input", "cse", "fold_casts", "dce"}));
+  auto count = [](const Graph& g, OpKind op) {
+    int n = 0;
+    for (const Node& node : g.nodes) n += node.op == op;
+    return n;
+  };
+  // PEFT casts x to f32 once for gate and once for up: cse merges them.
+  EXPECT_EQ(count(out, OpKind::kCast), count(seed.graph, OpKind::kCast) - 1);
+  // The three scaling constants are one after cse.
+  EXPECT_EQ(count(out, OpKind::kConstant), 1);
+}
+
+TEST(PassesGolden, DisabledPassIsSkipped) {
+  ParseResult seed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir"));
+  PipelineOptions opts;
+  opts.disabled = {"cse"};
+  Graph out = run_pipeline(seed.graph, opts);
+  EXPECT_EQ(out.nodes.size(), seed.graph.nodes.size());
+}
+
+}  // namespace
+}  // namespace dg

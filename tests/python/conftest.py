@@ -1,0 +1,29 @@
+"""Shared fixtures: the frontend on sys.path (no install needed), clean Dynamo/dyngen state."""
+import os
+import sys
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+for p in (REPO / "frontends" / "python", REPO / "frontends" / "python" / "tools"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+os.environ.setdefault("DYNGEN_EXECUTOR", "")  # capi when libdyngen.so loads, else reference
+warnings.filterwarnings("ignore", module="thunder")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture
+def fresh():
+    """Resets Dynamo's caches (including automatic-dynamic state) and dyngen's counters."""
+    import dyngen
+
+    torch._dynamo.reset()
+    dyngen.reset_stats()
+    yield
+    torch._dynamo.reset()

@@ -1,0 +1,130 @@
+"""The executor seam: choice and stats, symbol binding, the ctypes binding's agreement with
+dyngen.h, dumps, and the eager fallback."""
+import ctypes
+import logging
+import re
+
+import pytest
+import torch
+
+import dyngen
+import dyngen.thunderfx
+from conftest import REPO
+from dyngen import _capi, runtime
+from dyngen.options import options, set_options
+from dyngen.reference import ReferenceExecutable
+
+SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
+
+
+@pytest.fixture
+def opts():
+    saved = options()
+    yield set_options
+    set_options(**saved.__dict__)
+
+
+def test_executor_choice_is_recorded():
+    kind = dyngen.executor_kind()
+    assert kind in ("capi", "reference")
+    assert dyngen.stats()["executor"] == kind
+    if not any(p.is_file() for p in _capi.library_candidates()):
+        assert kind == "reference"
+
+
+def test_missing_library_is_a_clear_error(opts, tmp_path):
+    opts(lib_path=str(tmp_path / "nope.so"))
+    if any(p.is_file() for p in _capi.library_candidates()):
+        pytest.skip("a libdyngen.so is installed")
+    with pytest.raises(dyngen.LibraryNotFound, match=r"DYNGEN_LIB.*nope\.so \(absent\)"):
+        _capi.load()
+
+
+def test_ctypes_binding_matches_dyngen_h():
+    header = (REPO / "runtime" / "dyngen.h").read_text()
+    for name in _capi._SIGNATURES:
+        assert re.search(rf"\b{name}\(", header), f"{name} is not declared in dyngen.h"
+    declared = set(re.findall(r"\b(dg_\w+)\(", header))
+    assert declared == set(_capi._SIGNATURES)
+    stats = re.search(r"typedef struct dg_stats \{(.*?)\} dg_stats;", header, re.S).group(1)
+    assert re.findall(r"int64_t (\w+);", stats) == [f for f, _ in _capi.DgStats._fields_]
+    assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 + 4
+    assert re.search(r"#define DG_MAX_RANK (\d+)", header).group(1) == str(_capi.DG_MAX_RANK)
+
+
+def _seed_inputs(n):
+    g = ReferenceExecutable(SEED_TEXT).graph
+    ins = []
+    for vid in g.inputs:
+        v = g.values[vid]
+        if v.is_sym:
+            ins.append(n)
+        else:
+            shape = [d.evaluate({"s0": n}) for d in v.type.shape]
+            ins.append((torch.randn(shape) * 0.05).to(v.type.dtype.torch))
+    return ins
+
+
+def test_reference_executor_binds_and_checks_symbols():
+    exe = ReferenceExecutable(SEED_TEXT)
+    for n in (2, 3, 37):
+        ins = _seed_inputs(n)
+        assert exe.prepare(ins) == [((n, 2048), torch.bfloat16)]
+        assert exe.run(ins)[0].shape == (n, 2048)
+    ins = _seed_inputs(4)
+    ins[1] = 5  # the sym input (first sight of s0) disagrees with x's rows
+    with pytest.raises(dyngen.LaunchError, match="input 2 dim 0: expected s0 = 5, got 4"):
+        exe.run(ins)
+    ins = _seed_inputs(4)
+    ins[0] = ins[0][:, :10]
+    with pytest.raises(dyngen.LaunchError, match="input 0"):
+        exe.run(ins)
+    ins = _seed_inputs(1)  # Dynamo's facts: s0 >= 2
+    with pytest.raises(dyngen.LaunchError, match=r"s0 = 1 is outside its facts \[2, inf\]"):
+        exe.run(ins)
+
+
+def test_memory_cache_and_reset_stats():
+    runtime.clear_memory_cache()
+    dyngen.reset_stats()
+    a = dyngen.compile_text(SEED_TEXT, "a")
+    b = dyngen.compile_text(SEED_TEXT, "b")
+    s = dyngen.stats()
+    if s["executor"] == "reference":
+        assert a is b and (s["graphs_compiled"], s["cache_hits_memory"]) == (2, 1)
+    dyngen.reset_stats()
+    assert dyngen.stats()["graphs_compiled"] == 0
+
+
+def test_fallback_is_eager_for_every_size_with_reason(fresh, opts, tmp_path, caplog):
+    """An op outside the catalog: the graph runs eagerly (no per-shape recompile), and the
+    reason is recorded; DYNGEN_DUMP writes what was exported; DYNGEN_LOG=info logs it."""
+    opts(dump_dir=str(tmp_path), log="info")
+
+    def f(x, w):
+        return torch.cumsum(x @ w, dim=0).sin()
+
+    compiled = dyngen.thunderfx.compile(f, dynamic=True)
+    w = torch.randn(8, 4)
+    with caplog.at_level(logging.INFO, logger="dyngen"):
+        for n in (3, 5, 9, 16):
+            x = torch.randn(n, 8)
+            torch.testing.assert_close(compiled(x, w), f(x, w))
+    s = dyngen.stats()
+    assert s["backend_calls"] == 1 and s["dynamic_graphs"] == 1
+    assert [fb["graph"] for fb in s["fallbacks"]] == ["graph0.inference"]
+    assert "op cumsum" in s["fallbacks"][0]["reason"]
+    assert "fallback to eager for graph0.inference" in caplog.text
+    assert list(tmp_path.iterdir()) == []  # nothing was exported
+
+
+def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
+    opts(dump_dir=str(tmp_path))
+    compiled = torch.compile(lambda x, w: torch.nn.functional.silu(x @ w.t()) * 2,
+                             backend=dyngen.aot.backend, dynamic=True)
+    w = torch.randn(6, 8)
+    for n in (4, 7):
+        x = torch.randn(8, n).t()  # non-contiguous: made contiguous at call time
+        torch.testing.assert_close(compiled(x, w), torch.nn.functional.silu(x @ w.t()) * 2)
+    dumps = list(tmp_path.glob("graph*.inference-*.ir"))
+    assert len(dumps) == 1 and "sym s0 in [2, inf] div 1" in dumps[0].read_text()
