@@ -28,6 +28,9 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   std::string init, step, finish = "a";
   switch (node.op) {
     case OpKind::kAmax:
+      // PyTorch rejects a max over nothing; so does every call with such an extent.
+      ctx.require_positive(n_red, "amax over an empty dimension (%" +
+                                      std::to_string(node.output) + ") has no identity");
       init = "dg_lowest<" + acc + ">()";
       step = "a = dg_maximum(a, x);";
       break;

@@ -32,7 +32,14 @@ struct WorkspaceSlot {
   std::string what;
 };
 
+// A condition checked at every call before any launch: `value` must be at least 1.
+struct RuntimeRequirement {
+  SymExpr value;
+  std::string message;  // what is wrong when it is not, e.g. "amax over an empty dim"
+};
+
 struct KernelPlan {
+  std::vector<RuntimeRequirement> requirements;
   std::vector<SymExpr> symbols;  // trailing `long long` arguments of every kernel, in order
   std::vector<KernelLaunch> kernels;
   std::vector<WorkspaceSlot> workspace;

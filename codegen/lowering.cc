@@ -26,6 +26,11 @@ std::string LoweringContext::symbol_params() const {
   return s;
 }
 
+void LoweringContext::require_positive(const SymExpr& value, const std::string& message) {
+  if (value.bounds().lo >= 1) return;  // provably fine for every binding
+  plan_.requirements.push_back({value, message});
+}
+
 void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source) {
   body_ += "// " + launch.summary + "\n" + source + "\nDG_EMU_ENTRY(" + launch.name + ")\n\n";
   plan_.kernels.push_back(std::move(launch));

@@ -23,6 +23,8 @@ class LoweringContext {
   std::string kernel_name(const std::string& what);
   // "long long S_s0, long long S_s1" for the graph's symbols (with a leading comma if any).
   std::string symbol_params() const;
+  // Adds a check made at every call (value >= 1) before anything is launched.
+  void require_positive(const SymExpr& value, const std::string& message);
   // Adds a kernel's source and launch record.
   void add_kernel(KernelLaunch launch, const std::string& source);
 

@@ -18,6 +18,9 @@ namespace {
 namespace fbs = flatbuffers;
 
 constexpr int64_t kMaxConst = int64_t{1} << 62;
+// Work charged for each expression operation, value and node besides its size-dependent part
+// (interning, allocation): bounds the time of inputs made of very many tiny steps.
+constexpr int64_t kStepCost = 16;
 
 // The first problem found; load_graph_fb turns it into LoadResult::error.
 struct LoadError {
@@ -100,6 +103,12 @@ class Loader {
   }
 
  private:
+  // Budgets: building expressions (each step interns new nodes, which live for the whole
+  // process) and verifying the nodes (Note [graph.fb loader checks]).
+  void charge_expr(int64_t work) {
+    expr_work_ = sat_add(expr_work_, work);
+    if (expr_work_ > lim_.max_expr_work) fail("expressions too complex (work budget exhausted)");
+  }
   void charge(int64_t work) {
     work_ = sat_add(work_, work);
     if (work_ > lim_.max_work) fail("graph too complex (work budget exhausted)");
@@ -167,10 +176,10 @@ class Loader {
   // Checks a freshly built expression against the limits and records its shape.
   SymExpr accept(const SymExpr& e, const std::string& where) {
     Shape s = measure(e.node(), 0);
-    if (!s.ok) fail(where + ": a constant exceeds 2^62");
     if (s.depth > lim_.max_expr_depth) fail(where + ": expression nested too deeply");
     if (s.size > lim_.max_expr_size) fail(where + ": expression too large");
-    charge(s.size);
+    if (!s.ok) fail(where + ": a constant exceeds 2^62");
+    charge_expr(s.size);
     return e;
   }
 
@@ -208,7 +217,7 @@ class Loader {
           // expanding rather than after.
           if (!sum && sat_mul(a, b) > 4 * lim_.max_expr_size)
             fail(where + ": expression too large");
-          charge(sum ? a + b : a * b);
+          charge_expr(kStepCost + (sum ? a + b : a * b));
           acc = accept(sum ? acc + x : acc * x, where);
         }
         return acc;
@@ -219,7 +228,7 @@ class Loader {
       case fb::ExprKind::Min: {
         arity(2, 2);
         const SymExpr &a = operand(0), &b = operand(1);
-        charge(size_of(a) + size_of(b));
+        charge_expr(kStepCost + size_of(a) + size_of(b));
         switch (e.kind()) {
           case fb::ExprKind::FloorDiv:
             return floordiv(a, b);
@@ -301,7 +310,7 @@ class Loader {
         default:
           fail(where + " has unknown kind " + num(static_cast<uint32_t>(fv->kind())));
       }
-      value_cost_.push_back(value_cost(v));
+      value_cost_.push_back(sat_add(kStepCost, value_cost(v)));
       charge(value_cost_.back());
       g_.values.push_back(std::move(v));
     }
@@ -393,6 +402,7 @@ class Loader {
   std::vector<SymExpr> exprs_;
   std::vector<int64_t> value_cost_;
   std::unordered_map<const SymNode*, Shape> shapes_;
+  int64_t expr_work_ = 0;
   int64_t work_ = 0;
 };
 

@@ -16,7 +16,8 @@
 //      (identifiers, not reserved, unique) and facts (|bound| <= 2^62, lo < hi, divisor >= 1);
 //      the expression table (known kinds, operand counts, operands point at earlier entries
 //      only, constants within +-2^62, each canonical result bounded in depth and size, and a
-//      total work budget, so that no expansion such as (a + b)^(2^k) can blow up); expressions
+//      total work budget, so that no expansion such as (a + b)^(2^k) can blow up and no file
+//      can fill the process-wide intern table (Note [SymExpr interning])); expressions
 //      are built through the SymExpr constructors inside try/catch (they throw on overflow and
 //      division by zero); value and node ids in range; known dtype, value-kind, attribute-kind
 //      and op codes; rank, operand, attribute and list-length limits; a budget on the work the
@@ -39,16 +40,17 @@ struct FbLimits {
   uint32_t max_table_depth = 16;        // flatbuffers nesting (the schema needs 4)
   uint32_t max_tables = 1u << 22;       // flatbuffers tables verified
   uint32_t max_symbols = 4096;
-  uint32_t max_exprs = 1u << 20;  // expression-table entries
+  uint32_t max_exprs = 1u << 16;  // expression-table entries
   int max_expr_depth = 64;        // of each canonical expression
   int64_t max_expr_size = 1024;   // tree size of each canonical expression
   uint32_t max_values = 1u << 20;
   int max_rank = 8;
   uint32_t max_node_inputs = 4096;
-  uint32_t max_attrs = 64;              // per node
-  uint32_t max_list = 4096;             // ints / exprs attribute length
-  size_t max_name = 128;                // symbol, attribute and graph names
-  int64_t max_work = int64_t{1} << 25;  // budget for building expressions and verifying
+  uint32_t max_attrs = 64;                   // per node
+  uint32_t max_list = 4096;                  // ints / exprs attribute length
+  size_t max_name = 128;                     // symbol, attribute and graph names
+  int64_t max_expr_work = int64_t{1} << 20;  // budget for building the expression table
+  int64_t max_work = int64_t{1} << 25;       // budget for what verification will do
 };
 
 struct LoadResult {

@@ -30,7 +30,11 @@ int64_t floor_div(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {  // without a - q * b, whose product may overflow
+  if (b == -1) return 0;                    // and INT64_MIN % -1 traps
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
 
 // ---- polynomial view ------------------------------------------------------------------------------
 
@@ -321,7 +325,7 @@ SymExpr mod(const SymExpr& a, const SymExpr& b) {
   if (d == 0) return SymExpr(0);
   Interval iy = y.bounds();
   if (iy.lo != kNegInf && iy.hi != kPosInf && floor_div(iy.lo, c) == floor_div(iy.hi, c))
-    return y - SymExpr(floor_div(iy.lo, c) * c);
+    return y - SymExpr(checked_mul(floor_div(iy.lo, c), c));
   return SymExpr(binary_atom(SymKind::kMod, y.node(), b.node()));
 }
 

@@ -170,10 +170,18 @@ std::optional<int64_t> eval(const SymNode* n, const Binder& bind) {
         case SymKind::kMin: return std::min(*a, *b);
         default: break;
       }
-      if (*b == 0 || (*a == INT64_MIN && *b == -1)) return std::nullopt;
-      int64_t q = *a / *b;
-      if ((*a % *b != 0) && ((*a < 0) != (*b < 0))) --q;
-      return n->kind == SymKind::kFloorDiv ? q : *a - q * *b;
+      if (*b == 0) return std::nullopt;
+      if (*b == -1) {  // INT64_MIN / -1 overflows and INT64_MIN % -1 traps
+        if (n->kind == SymKind::kMod) return 0;
+        if (*a == INT64_MIN) return std::nullopt;
+        return -*a;
+      }
+      int64_t q = *a / *b, r = *a % *b;  // r, not a - q * b: that product may overflow
+      if (r != 0 && ((r < 0) != (*b < 0))) {
+        --q;
+        r += *b;
+      }
+      return n->kind == SymKind::kFloorDiv ? q : r;
     }
   }
 }

@@ -101,6 +101,16 @@ class Cursor {
     p_ = e;
     return name;
   }
+  // Printable characters up to a space or '#', right at the cursor.
+  std::string raw_word() {
+    size_t e = p_;
+    while (e < s_.size() && static_cast<unsigned char>(s_[e]) > 0x20 && s_[e] != '#' &&
+           s_[e] != 0x7f)
+      ++e;
+    std::string word(s_.substr(p_, e - p_));
+    p_ = e;
+    return word;
+  }
   // `%name`, where a name is letters, digits, '_', '.' and '-'.
   std::string value_name(std::string_view what) {
     if (peek() != '%') fail("expected " + std::string(what) + " (a %name), found " + found());
@@ -345,7 +355,7 @@ class GraphParser {
     if (c.accept_word("graph")) {
       if (!first) fail("the graph line must come first");
       c.expect('@', "before the graph name");
-      g_.name = c.raw_name();
+      g_.name = c.raw_word();
       if (g_.name.empty()) fail("expected a graph name after '@', found " + c.found());
     } else if (c.accept_word("sym")) {
       symbol(c);
@@ -439,7 +449,7 @@ class GraphParser {
       c.expect(')', "after the operands");
     }
     Attrs attrs;
-    if (c.accept('{')) {
+    if (c.accept('{') && !c.accept('}')) {
       do {
         std::string key = c.ident("an attribute name");
         if (attrs.has(key)) fail("attribute " + key + " given twice");

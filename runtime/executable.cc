@@ -50,6 +50,8 @@ Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan p
   e->workspace_at_ = exprs.size();
   for (const WorkspaceSlot& w : e->plan_.workspace) exprs.push_back(w.offset);
   exprs.push_back(e->plan_.workspace_bytes);
+  e->requirements_at_ = exprs.size();
+  for (const RuntimeRequirement& r : e->plan_.requirements) exprs.push_back(r.value);
   e->grids_at_ = exprs.size();
   for (const KernelLaunch& k : e->plan_.kernels)
     exprs.insert(exprs.end(), k.grid.begin(), k.grid.end());
@@ -99,6 +101,9 @@ Status Executable::bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* ba
   batch->results.resize(program_.num_results());
   if (!program_.run(batch->symbol_values.data(), batch->results.data()))
     return Status::error("shape arithmetic overflowed for these input sizes");
+  for (size_t r = 0; r < plan_.requirements.size(); ++r)
+    if (batch->results[requirements_at_ + r] < 1)
+      return Status::error(plan_.requirements[r].message);
   size_t at = input_dims_at_;
   for (int i = 0; i < num_inputs; ++i) {
     const dg_tensor& t = inputs[i];

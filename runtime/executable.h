@@ -65,7 +65,8 @@ class Executable {
   std::vector<SymbolSource> sources_;
   ShapeProgram program_;
   // Offsets into the shape program's results.
-  size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0;
+  size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0,
+         requirements_at_ = 0;
 };
 
 }  // namespace dg

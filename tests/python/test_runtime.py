@@ -128,3 +128,15 @@ def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
         torch.testing.assert_close(compiled(x, w), torch.nn.functional.silu(x @ w.t()) * 2)
     dumps = list(tmp_path.glob("graph*.inference-*.ir"))
     assert len(dumps) == 1 and "sym s0 in [2, inf] div 1" in dumps[0].read_text()
+
+
+def test_core_prints_the_frontend_text_back():
+    """With libdyngen.so: the core parses what the frontend writes and prints it back unchanged."""
+    try:
+        _capi.load()
+    except dyngen.LibraryNotFound:
+        pytest.skip("libdyngen.so is not built")
+    from test_ir import SEED as IR_SEED
+    for text in (SEED_TEXT, IR_SEED):
+        printed, key = _capi.core_print(text)
+        assert printed == text and len(key) == 64

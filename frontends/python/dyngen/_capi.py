@@ -203,3 +203,21 @@ class CapiExecutable(Executable):
                                    ws.data_ptr() if ws is not None else None, stream),
                "dg_launch")
         return results
+
+
+def core_print(text: str) -> tuple[str, str]:
+    """(the core's print of the parsed text, its canonical hash): the core's view of a graph the
+    frontend wrote, for checking that the two sides agree on the text form."""
+    lib = load()
+    g = _P()
+    _check(lib.dg_graph_load_text(text.encode(), ctypes.byref(g)), "dg_graph_load_text")
+    try:
+        out = ctypes.c_void_p()
+        _check(lib.dg_graph_print(g, ctypes.byref(out)), "dg_graph_print")
+        printed = ctypes.string_at(out).decode()
+        lib.dg_free(out)
+        key = ctypes.create_string_buffer(65)
+        _check(lib.dg_graph_hash(g, key), "dg_graph_hash")
+        return printed, key.value.decode()
+    finally:
+        lib.dg_graph_free(g)

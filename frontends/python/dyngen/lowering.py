@@ -50,17 +50,29 @@ class _Ctx:
     def const(self, value, dtype: DType | None = None) -> Ref:
         """A Python scalar as a rank-0 `constant` (PyTorch's wrapped-number promotion applies)."""
         if isinstance(value, SymExpr):
-            raise Unsupported(f"op {self.node.target}: a symbolic integer used as a tensor operand")
+            if value.as_const() is None:
+                return self.sym_scalar(value, dtype or DType.I64)
+            value = value.as_const()
         if dtype is None:
             dtype = DType.BOOL if isinstance(value, bool) else (
                 DType.I64 if isinstance(value, int) else DType.F32)
         v = float(value) if dtype.is_float else int(value)
         return self.op("constant", [], {"dtype": dtype, "value": v})
 
+    def sym_scalar(self, e: SymExpr, dtype: DType) -> Ref:
+        """Note [Symbolic scalars as tensors]: the IR has no op reading a symbol's value into a
+        tensor, so a SymInt operand (mean's backward divides by a symbolic count; x * s0) becomes
+        sum(full([e], 1)), a rank-0 integer equal to e that promotes like the Python int it
+        stands for. Codegen can fold the pattern; a dedicated op can replace it later."""
+        if e.bounds()[0] < 0:
+            _fail(self, f"a symbolic scalar {e} that may be negative")
+        ones = self.op("full", [], {"dtype": DType.I64, "shape": SymList([e]), "value": 1})
+        return self.cast(self.op("sum", [ones], {"dims": (0,), "keepdim": 0}), dtype)
+
     def tensor(self, x) -> Ref:
         if isinstance(x, Ref):
             return x
-        if isinstance(x, (bool, int, float)):
+        if isinstance(x, (bool, int, float, SymExpr)):
             return self.const(x)
         raise Unsupported(f"op {self.node.target}: operand {x!r}")
 
@@ -129,6 +141,13 @@ def _matmul(c, a, b):
 
 
 def _addmm(c, bias, a, b, *, beta=1, alpha=1):
+    """bias + a @ b. With a bias row of N (what F.linear with a bias becomes), this is the IR's
+    `linear` with its bias: PyTorch adds the bias before the one rounding, and so does linear."""
+    n = c.type(b).shape[-1]
+    if isinstance(bias, Ref) and alpha == 1 and beta == 1 and c.type(bias).dtype == c.type(a).dtype \
+            and tuple(c.type(bias).shape) in ((n,), (SymExpr(1), n)):
+        w = c.op("permute", [b], {"dims": (1, 0)})
+        return c.op("linear", [a, w, c.reshape(bias, (n,))])
     prod = c.op("matmul", [a, b])
     if alpha != 1:
         prod = _binary("mul")(c, prod, alpha)
@@ -202,6 +221,27 @@ def _slice_bound(c, v, size: SymExpr, default: SymExpr) -> SymExpr:
     return v if provably_ge(size, v) else sym_min(v, size)
 
 
+def _slice_backward(c, grad, input_sizes, dim, start, end, step):
+    """The gradient of a slice: grad placed at [start, end) of zeros, as cat(zeros, grad, zeros)."""
+    if step != 1:
+        _fail(c, "step != 1")
+    shape = list(c.out_shape())
+    dim = dim % len(shape)
+    size = shape[dim]
+    start = _slice_bound(c, start, size, SymExpr(0))
+    end = _slice_bound(c, end, size, size)
+    dtype = c.type(grad).dtype
+    parts = []
+    for extent in (start, None, size - end):
+        if extent is None:
+            parts.append(grad)
+        elif extent != SymExpr(0):
+            part = list(shape)
+            part[dim] = extent
+            parts.append(c.op("full", [], {"dtype": dtype, "shape": SymList(part), "value": 0.0}))
+    return _cat(c, parts, dim)
+
+
 def _fail(c, why):
     raise Unsupported(f"op {c.node.target}: {why}")
 
@@ -262,15 +302,13 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref]) -> tuple[Ref, Ref, list
     if len(idxs) == 1:
         return x, idxs[0], shape
     inner = shape[first:first + len(idxs)]
-    if any(d.as_const() is None for d in inner[1:]):
-        _fail(c, "several index tensors over symbolic dims")
-    lin, stride = None, 1
+    lin, stride = None, SymExpr(1)
     for i, d in reversed(list(zip(idxs, inner))):
         term = c.cast(i, DType.I64)
-        if stride != 1:
+        if stride != SymExpr(1):
             term = c.op("mul", [term, c.const(stride, DType.I64)])
         lin = term if lin is None else c.op("add", [term, lin])
-        stride *= d.as_const() if d.as_const() is not None else 1
+        stride = stride * d
     flat = SymExpr(1)
     for d in inner:
         flat = flat * d
@@ -386,6 +424,7 @@ HANDLERS = {
     "squeeze": _reshape, "flatten": _reshape, "unflatten": _reshape, "view_as": _reshape,
     "reshape_as": _reshape,
     "expand": _expand, "expand_as": _expand, "slice": _slice, "cat": _cat, "concat": _cat,
+    "slice_backward": _slice_backward,
     "to": _cast_to_out, "_to_copy": _cast_to_out, "convert_element_type": _cast_to_out,
     "type_as": _cast_to_out, "float": _cast_to_out, "half": _cast_to_out,
     "bfloat16": _cast_to_out, "double": _cast_to_out, "long": _cast_to_out, "int": _cast_to_out,
@@ -438,6 +477,17 @@ def _item(ex, n: torch.fx.Node) -> Ref:
     return src
 
 
+# Keyword arguments with no meaning in the IR (memory placement; device moves are checked by the
+# cast handler), and ops whose dtype argument is read from the result's FakeTensor instead.
+_IGNORED_KWARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking",
+                   "requires_grad", "copy"}
+_DTYPE_FROM_RESULT = {"dtype"}
+_RESULT_TYPED = {"to", "_to_copy", "convert_element_type", "type_as", "float", "half", "bfloat16",
+                 "double", "long", "int", "bool", "full", "zeros", "ones", "empty", "full_like",
+                 "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones", "new_full",
+                 "new_empty", "scalar_tensor"}
+
+
 def _inplace(ex, n: torch.fx.Node, key: str, handler, args, kwargs) -> Ref:
     """`x.op_(...)` on a value the graph computed itself, as SSA: the result replaces x for every
     later use. Mutating a graph input or a view (whose base would change too) is unsupported."""
@@ -479,8 +529,7 @@ def lower_node(ex, n: torch.fx.Node):
     if key in _ASSERTS and not n.users:
         return None
     val = meta_val(n)
-    if isinstance(val, (torch.SymInt,)) or (isinstance(val, int) and not isinstance(val, bool)
-                                            and n.op != "placeholder"):
+    if isinstance(val, torch.SymInt) or (isinstance(val, int) and not isinstance(val, bool)):
         return ex.sym(val)  # sizes and size arithmetic: the expression PyTorch derived
     if isinstance(val, torch.Size) or (isinstance(val, tuple) and val and all(
             isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)):
@@ -498,14 +547,8 @@ def lower_node(ex, n: torch.fx.Node):
         raise Unsupported(f"op {key} ({target})")
     args = torch.fx.node.map_arg(n.args, lambda a: ex.env[a])
     kwargs = dict(torch.fx.node.map_arg(n.kwargs, lambda a: ex.env[a]))
-    for k in ("layout", "device", "pin_memory", "memory_format", "non_blocking", "requires_grad",
-              "copy"):
+    for k in _IGNORED_KWARGS | (_DTYPE_FROM_RESULT if key in _RESULT_TYPED else set()):
         kwargs.pop(k, None)
-    if key in ("to", "_to_copy", "convert_element_type", "full", "zeros", "ones", "empty",
-               "full_like", "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones",
-               "new_full", "new_empty", "scalar_tensor", "type_as") or key in (
-               "float", "half", "bfloat16", "double", "long", "int", "bool"):
-        kwargs.pop("dtype", None)
     try:
         if inplace:
             return _inplace(ex, n, key, handler, args, kwargs)
