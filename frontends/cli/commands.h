@@ -27,6 +27,8 @@ using CommandFn = int (*)(const std::vector<std::string>& args, std::ostream& ou
 int run_inspect_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_convert_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_hash_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Shared by the commands.
 // True when args is {"-h"} or {"--help"}.

@@ -32,6 +32,10 @@ constexpr Command kCommands[] = {
     {"convert", "IN OUT", "convert between the text form and graph.fb (by extension)",
      run_convert_command},
     {"hash", "FILE", "print the canonical graph hash", run_hash_command},
+    {"compile", "FILE [--arch A] [--json] ...", "compile (or find in the cache); print the kernels",
+     run_compile_command},
+    {"run", "FILE --bind SYM=N ...", "run under host emulation and check against the reference",
+     run_run_command},
 #ifdef DG_HAVE_CLI_CACHE
     {"cache", "stats|verify|clear [...]", "inspect or clear the kernel cache", run_cache_command},
 #endif
@@ -48,7 +52,8 @@ void print_help(std::ostream& out) {
   }
   out << "\n`dyngen COMMAND --help` describes one command. A path ending in .fb is graph.fb;\n"
          "any other path is the IR text form.\n"
-         "exit codes: 0 ok, 1 internal error, 2 invalid input, 3 unsupported graph\n";
+         "exit codes: 0 ok, 1 internal error, 2 invalid input, 3 unsupported graph,\n"
+         "            4 run: results out of tolerance / cache verify: corrupt entries\n";
 }
 
 int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -145,6 +145,19 @@ TEST_F(IrSymExpr, EvaluateAndSubstitute) {
   EXPECT_EQ(floordiv(s, 4).substitute([](const SymExpr&) { return SymExpr(9); }), SymExpr(2));
 }
 
+// Fixed: floor division and modulo near INT64_MIN (a trap and two signed overflows).
+TEST_F(IrSymExpr, ExtremeFloorDivisionAndModulo) {
+  EXPECT_THROW(floordiv(SymExpr(INT64_MIN), -1), std::overflow_error);
+  EXPECT_EQ(mod(SymExpr(INT64_MIN), -1), SymExpr(0));
+  EXPECT_EQ(mod(SymExpr(INT64_MIN + 1), 3), SymExpr(2));
+  EXPECT_EQ(floordiv(SymExpr(INT64_MIN + 1), 3), SymExpr(-3074457345618258603));
+  SymExpr m = mod(n, t), q = floordiv(n, t);
+  EXPECT_EQ(m.evaluate({{"n", INT64_MIN + 1}, {"t", 3}}), 2);
+  EXPECT_EQ(m.evaluate({{"n", INT64_MIN}, {"t", -1}}), 0);
+  EXPECT_FALSE(q.evaluate({{"n", INT64_MIN}, {"t", -1}}));
+  EXPECT_EQ(q.evaluate({{"n", 7}, {"t", -1}}), -7);
+}
+
 TEST_F(IrSymExpr, OverflowThrows) {
   EXPECT_THROW(SymExpr(INT64_MAX) + 1, std::overflow_error);
   EXPECT_THROW(SymExpr(INT64_MIN) * -1, std::overflow_error);

@@ -1,5 +1,4 @@
 """Shared fixtures: the frontend on sys.path (no install needed), clean Dynamo/dyngen state."""
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -9,7 +8,6 @@ for p in (REPO / "frontends" / "python", REPO / "frontends" / "python" / "tools"
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-os.environ.setdefault("DYNGEN_EXECUTOR", "")  # capi when libdyngen.so loads, else reference
 warnings.filterwarnings("ignore", module="thunder")
 
 import pytest  # noqa: E402

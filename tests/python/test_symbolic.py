@@ -67,7 +67,8 @@ def _random_expr(rng, syms, depth):
 @pytest.mark.parametrize("seed", range(4))
 def test_property_evaluate_bounds_print_parse(seed):
     rng = random.Random(seed)
-    syms = [SymExpr.symbol("s0", 2), SymExpr.symbol("s1", 0, 40), SymExpr.symbol("s2", 1, POS_INF, 4)]
+    syms = [SymExpr.symbol("s0", 2), SymExpr.symbol("s1", 0, 40),
+            SymExpr.symbol("s2", 1, POS_INF, 4)]
     table = {s.name: s for s in syms}
     for i in range(150):
         e, ev = _random_expr(rng, syms, 4)
@@ -77,7 +78,8 @@ def test_property_evaluate_bounds_print_parse(seed):
         assert str(again) == text
         lo, hi = e.bounds()
         for _ in range(5):
-            env = {"s0": rng.randint(2, 300), "s1": rng.randint(0, 40), "s2": 4 * rng.randint(1, 50)}
+            env = {"s0": rng.randint(2, 300), "s1": rng.randint(0, 40),
+                   "s2": 4 * rng.randint(1, 50)}
             want = ev(env)
             assert e.evaluate(env) == want, f"seed {seed} #{i}: {text} at {env}"
             assert lo <= want <= hi, f"seed {seed} #{i}: {text} = {want} outside [{lo}, {hi}]"

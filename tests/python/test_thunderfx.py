@@ -4,7 +4,6 @@ dyngen.thunderfx (one Thunder compile for Dynamo's first, static call; one dynge
 symbolic graph, forward and backward, for every later token count)."""
 import copy
 
-import pytest
 import torch
 
 import dyngen

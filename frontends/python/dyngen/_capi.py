@@ -6,7 +6,6 @@ Every function returns DG_OK or an error code with a message from dg_last_error(
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from pathlib import Path
 
@@ -189,7 +188,8 @@ class CapiExecutable(Executable):
 
     def run(self, inputs):
         ins, outs, ws_bytes = self._prepare(inputs)
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
+                      torch.device("cpu"))
         results = []
         for k in range(self.num_outputs):
             o = outs[k]

@@ -46,7 +46,8 @@ class CompiledGraph:
         return pytree.tree_unflatten(leaves, ex.out_spec)
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph") -> CompiledGraph:
+def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
+                  name: str = "graph") -> CompiledGraph:
     """Exports `gm` and compiles it with the process's executor (raises Unsupported)."""
     exported = export(gm, example_inputs, name=name)
     bump("exported_graphs")

@@ -141,7 +141,8 @@ class _Exporter:
             return SymExpr(int(e))
         if e.is_Symbol:
             if e not in self.sym_of:
-                raise Unsupported(f"symbol {e} is not bound by any graph input (data-dependent size)")
+                raise Unsupported(f"symbol {e} is not bound by any graph input "
+                                  "(a data-dependent size)")
             return self.sym_of[e]
         cls = type(e).__name__
         args = [self._from_sympy(a) for a in e.args] if cls != "Pow" else None
@@ -203,6 +204,7 @@ class _Exporter:
             else:
                 raise Unsupported(f"input {n.name} of type {type(v).__name__}")
 
+        self._check_bindable()
         out_node = None
         for n in self.gm.graph.nodes:
             if n.op == "placeholder":
@@ -219,6 +221,21 @@ class _Exporter:
             self.env[n] = result
             self._check(n, result)
         return self._outputs(out_node, placeholders)
+
+    def _check_bindable(self) -> None:
+        """Every symbol must be a whole input dim or a sym input somewhere: that is where a call
+        binds it (runtime.bind_symbols, dg_prepare)."""
+        g = self.b.graph
+        whole = set()
+        for vid in g.inputs:
+            v = g.values[vid]
+            for e in ([v.sym] if v.is_sym else list(v.type.shape)):
+                if e.is_symbol():
+                    whole.add(e.name)
+        for s in g.symbols:
+            if s.name not in whole:
+                raise Unsupported(f"symbol {s.name} ({self.sym_names[s.name]}) appears only inside "
+                                  "compound input dims; a call could not bind it")
 
     def _get_attr(self, n):
         obj = self.gm

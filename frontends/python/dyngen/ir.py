@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from .ops import OPS, DType
+from .ops import DType
 from .symbolic import POS_INF, SymExpr, bound_str
 
 
@@ -184,11 +184,8 @@ def print_graph(g: Graph) -> str:
         line = f"{name(n.output)}: {g.tensor(n.output)} = {n.op}(" + ", ".join(
             name(i) for i in n.inputs) + ")"
         if n.attrs:
-            line += " {" + ", ".join(f"{k} = {print_attr_value(v)}" for k, v in n.attrs.items()) + "}"
+            attrs = ", ".join(f"{k} = {print_attr_value(v)}" for k, v in n.attrs.items())
+            line += " {" + attrs + "}"
         out.append(line)
     out.append("output " + ", ".join(name(o) for o in g.outputs))
     return "\n".join(out) + "\n"
-
-
-def is_op(name: str) -> bool:
-    return name in OPS

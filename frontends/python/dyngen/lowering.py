@@ -81,7 +81,9 @@ class _Ctx:
 
     def reshape(self, x: Ref, shape) -> Ref:
         shape = SymList(s if isinstance(s, SymExpr) else SymExpr(s) for s in shape)
-        return x if tuple(self.type(x).shape) == tuple(shape) else self.op("reshape", [x], {"shape": shape})
+        if tuple(self.type(x).shape) == tuple(shape):
+            return x
+        return self.op("reshape", [x], {"shape": shape})
 
 
 # ---- elementwise --------------------------------------------------------------------------------
@@ -144,8 +146,9 @@ def _addmm(c, bias, a, b, *, beta=1, alpha=1):
     """bias + a @ b. With a bias row of N (what F.linear with a bias becomes), this is the IR's
     `linear` with its bias: PyTorch adds the bias before the one rounding, and so does linear."""
     n = c.type(b).shape[-1]
-    if isinstance(bias, Ref) and alpha == 1 and beta == 1 and c.type(bias).dtype == c.type(a).dtype \
-            and tuple(c.type(bias).shape) in ((n,), (SymExpr(1), n)):
+    if (isinstance(bias, Ref) and alpha == 1 and beta == 1
+            and c.type(bias).dtype == c.type(a).dtype
+            and tuple(c.type(bias).shape) in ((n,), (SymExpr(1), n))):
         w = c.op("permute", [b], {"dims": (1, 0)})
         return c.op("linear", [a, w, c.reshape(bias, (n,))])
     prod = c.op("matmul", [a, b])
@@ -393,7 +396,8 @@ def _index_put(c, x, indices, values, accumulate=False):
 # ---- factories ----------------------------------------------------------------------------------
 
 def _factory(fill):
-    """full / zeros / ones / empty / *_like / new_* / scalar_tensor: shape and dtype from PyTorch."""
+    """full / zeros / ones / empty / *_like / new_* / scalar_tensor, with the result's shape and
+    dtype from PyTorch."""
     def h(c, *args, **kw):
         value = fill(args, kw) if callable(fill) else fill
         if isinstance(value, Ref):

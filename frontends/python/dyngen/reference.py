@@ -43,7 +43,8 @@ def _eval(node, xs, bind, device):
     if op == "constant":
         return torch.tensor(a["value"], dtype=a["dtype"].torch, device=device)
     if op == "full":
-        return torch.full(_ints(a["shape"], bind), a["value"], dtype=a["dtype"].torch, device=device)
+        return torch.full(_ints(a["shape"], bind), a["value"], dtype=a["dtype"].torch,
+                          device=device)
     if cat == Category.CAST:
         return xs[0].to(a["dtype"].torch)
     if cat == Category.UNARY:
@@ -110,7 +111,8 @@ class ReferenceExecutable(Executable):
     def run(self, inputs):
         g = self.graph
         bind = bind_symbols(g, inputs)
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
+                      torch.device("cpu"))
         vals = dict(zip(g.inputs, inputs))
         for node in g.nodes:
             r = _eval(node, [vals[i] for i in node.inputs], bind, device)

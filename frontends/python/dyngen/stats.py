@@ -57,7 +57,8 @@ def register_thunder_compiler(tc) -> None:
 
 def thunder_cache_misses() -> int:
     """Summed `thunder.cache_misses` over every function Thunder compiled for a live backend."""
-    return sum(count_thunder_cache_misses(tc) - base for tc, base in list(_thunder_compilers.items()))
+    return sum(count_thunder_cache_misses(tc) - base
+               for tc, base in list(_thunder_compilers.items()))
 
 
 def count_thunder_cache_misses(tc) -> int:

@@ -228,7 +228,8 @@ def parse_graph_text(text: str) -> Graph:
                 raise ParseError(f"unexpected '{lx.peek()}'")
             vid = b.op(op, ins, attrs)
             if b.graph.values[vid].type != declared:
-                raise ParseError(f"declared type {declared} but the op gives {b.graph.values[vid].type}")
+                raise ParseError(f"declared type {declared} but the op gives "
+                                 f"{b.graph.values[vid].type}")
             _define(names, name, vid)
         except (ParseError, IRTypeError, ValueError) as e:
             raise ParseError(f"line {lineno}: {e}") from None

@@ -1,4 +1,4 @@
-"""Reproduce the seed: the PEFT-LoRA OLMoE expert MLP under stock ThunderFX with varying token counts.
+"""Reproduce the seed: the PEFT-LoRA OLMoE expert MLP under stock ThunderFX, many token counts.
 
 Prints the Dynamo graphs ThunderFX receives, the AOTAutograd forward/backward ATen graphs of the
 dynamic one (what dyngen compiles), and Thunder's cache misses per call.
@@ -64,11 +64,12 @@ def print_aten_graphs(gm: torch.fx.GraphModule, example_inputs) -> None:
     def show(kind):
         def compiler(g, _inputs):
             print(f"\n===== AOTAutograd {kind} ATen graph =====")
-            g.graph.print_tabular() if os.environ.get("SHOW_TABULAR") else print(g.print_readable(False))
+            print(g.print_readable(False))
             return g
         return compiler
 
-    aot_module_simplified(gm, example_inputs, fw_compiler=show("forward"), bw_compiler=show("backward"))
+    aot_module_simplified(gm, example_inputs, fw_compiler=show("forward"),
+                          bw_compiler=show("backward"))
 
 
 def main() -> None:
@@ -93,7 +94,8 @@ def main() -> None:
     def backend(gm, example_inputs):
         dynamic = any(isinstance(a, torch.SymInt) or (isinstance(a, torch.Tensor) and any(
             isinstance(s, torch.SymInt) for s in a.shape)) for a in example_inputs)
-        print(f"\n===== Dynamo graph #{len(thunder_backend.subgraph_infos)} (dynamic={dynamic}) =====")
+        n = len(thunder_backend.subgraph_infos)
+        print(f"\n===== Dynamo graph #{n} (dynamic={dynamic}) =====")
         print(gm.print_readable(False))
         if dynamic and not args.no_aten and not seen_dynamic:
             seen_dynamic.append(gm)

@@ -1,0 +1,150 @@
+// `dyngen compile` and the disk cache across processes: a second process finds the kernels
+// (nvrtc_compiles 0), 8 processes compiling one graph into an empty folder all succeed and leave
+// valid entries, a corrupted entry is detected and rebuilt, an unwritable folder still compiles.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int exit_code;
+  std::string out;
+};
+
+CliResult run_cli(const std::string& args) {
+  std::string cmd = std::string(DG_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+std::string fixture() { return std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir"; }
+
+fs::path fresh_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("dyngen-cli-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+bool json_has(const std::string& json, const std::string& fragment) {
+  return json.find(fragment) != std::string::npos;
+}
+
+TEST(CompileCli, SecondProcessHitsTheDiskCache) {
+  fs::path dir = fresh_dir("hit");
+  CliResult first = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_TRUE(json_has(first.out, "\"cache_hit\": false")) << first.out;
+  EXPECT_TRUE(json_has(first.out, "\"nvrtc_compiles\": 1")) << first.out;
+  CliResult second = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_TRUE(json_has(second.out, "\"cache_hit\": true")) << second.out;
+  EXPECT_TRUE(json_has(second.out, "\"cache_tier\": \"disk\"")) << second.out;
+  EXPECT_TRUE(json_has(second.out, "\"nvrtc_compiles\": 0")) << second.out;
+  // Same key both times.
+  auto key = [](const std::string& j) { return j.substr(j.find("\"key\""), 75); };
+  EXPECT_EQ(key(first.out), key(second.out));
+  fs::remove_all(dir);
+}
+
+TEST(CompileCli, EightConcurrentCompilesIntoAnEmptyFolderAllSucceed) {
+  fs::path dir = fresh_dir("race");
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::string cmd = std::string(DG_CLI) + " compile " + fixture() +
+                        " --arch sm_80 --json --cache-dir " + dir.string() + " > /dev/null 2>&1";
+      _exit(WEXITSTATUS(std::system(cmd.c_str())));
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a concurrent compile failed";
+  }
+  CliResult verify = run_cli("cache verify --cache-dir " + dir.string());
+  EXPECT_EQ(verify.exit_code, 0) << verify.out;
+  int entries = 0, stray = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".dgk") ++entries;
+    else ++stray;
+  }
+  EXPECT_EQ(entries, 1) << "one graph, one arch: one entry";
+  EXPECT_EQ(stray, 0) << "no temporary files left behind";
+  fs::remove_all(dir);
+}
+
+TEST(CompileCli, CorruptedEntryIsDetectedAndRebuilt) {
+  fs::path dir = fresh_dir("corrupt");
+  ASSERT_EQ(run_cli("compile " + fixture() + " --arch sm_90a --cache-dir " + dir.string()).exit_code, 0);
+  fs::path entry;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".dgk") entry = e.path();
+  ASSERT_FALSE(entry.empty());
+  {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(entry) / 2));
+    f.put('\x5a').put('\xa5');
+  }
+  CliResult verify = run_cli("cache verify --cache-dir " + dir.string());
+  EXPECT_EQ(verify.exit_code, 4) << verify.out;
+  CliResult again = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_TRUE(json_has(again.out, "\"nvrtc_compiles\": 1")) << again.out;
+  EXPECT_EQ(run_cli("cache verify --cache-dir " + dir.string()).exit_code, 0);
+  fs::remove_all(dir);
+}
+
+TEST(CompileCli, UnwritableCacheFolderStillCompiles) {
+  // Tests run as root, for whom permissions do not stop writes: a folder under a regular file
+  // cannot be created by anyone.
+  fs::path file = fresh_dir("rofile");
+  std::ofstream(file) << "not a folder";
+  CliResult r = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + (file / "cache").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(json_has(r.out, "\"nvrtc_compiles\": 1")) << r.out;
+  fs::remove(file);
+}
+
+TEST(CompileCli, RunChecksNumericsAgainstTheReference) {
+  fs::path dir = fresh_dir("run");
+  CliResult r = run_cli("run " + fixture() + " --bind s77=33 --cache-dir " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(json_has(r.out, "ok")) << r.out;
+  CliResult unbound = run_cli("run " + fixture() + " --cache-dir " + dir.string());
+  EXPECT_EQ(unbound.exit_code, 2) << unbound.out;
+  fs::remove_all(dir);
+}
+
+TEST(CompileCli, BadInputsGetTheirExitCodes) {
+  fs::path dir = fresh_dir("bad");
+  fs::create_directories(dir);
+  std::ofstream(dir / "garbage.fb") << "definitely not a flatbuffer";
+  EXPECT_EQ(run_cli("compile " + (dir / "garbage.fb").string()).exit_code, 2);
+  EXPECT_EQ(run_cli("compile " + (dir / "missing.dgir").string()).exit_code, 2);
+  EXPECT_EQ(run_cli("compile " + fixture() + " --arch gfx90a").exit_code, 2);
+  // Valid graph, no kernel for f16: unsupported (3), naming the reason.
+  std::ofstream(dir / "f16.dgir") << "graph @g\nsym n in [0, inf] div 1\ninput %x: f16[n, 4]\n"
+                                     "%y: f16[n, 4] = exp(%x)\noutput %y\n";
+  CliResult f16 = run_cli("compile " + (dir / "f16.dgir").string() + " --cache-dir " + dir.string());
+  EXPECT_EQ(f16.exit_code, 3) << f16.out;
+  EXPECT_TRUE(json_has(f16.out, "float16")) << f16.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
