@@ -23,6 +23,31 @@ transformers 4.57's DbrxExperts views w1/v1/w2 as [experts, ffn_hidden_size, d_m
 d_model and ffn is ffn_config.ffn_hidden_size (no swap in this release). Its experts are fused
 parameters, not nn.Linear, so LoRA's "all-linear" reaches Wqkv, out_proj and the router only; the
 expert subgraph is a plain SwiGLU MLP over slices of w1/v1/w2.
+
+Note [PhiMoE rotary seq_len]
+transformers 4.57's PhimoeModel calls `self.rotary_emb(hidden_states, seq_len=cache_position[-1]
++ 1)`: a 0-d tensor, so Dynamo's graph holds `torch.arange(<tensor>)`, whose length is an unbacked
+symbol that no placeholder defines. ThunderFX's splitter (torch.fx split_module) then fails at the
+first step with `KeyError: s<N>`, for stock ThunderFX and for every backend that hands that static
+graph to Thunder (dyngen.thunderfx included). With no KV cache (training), cache_position is
+arange(seq_length), so cache_position[-1] + 1 == hidden_states.shape[1]; the shim passes that int
+instead. It is applied to every backend alike (eager included), recorded in the JSON, and switched
+off with --no-model-shims to reproduce the failure.
+
+Note [PhiMoE MultiplierProcessor]
+PhiMoE's router (sparsemixer) calls MultiplierProcessor, a torch.autograd.Function whose forward
+returns `multiplier * mask_for_one` ([tokens, 1]) and whose backward sends a Heun-style estimate to
+`scores` (and nothing to the other inputs). Under ThunderFX (thunder 0.2.7.dev20260201, torch 2.11)
+an autograd.Function traced by Dynamo returns a tensor of the wrong shape when its output is not
+computed from its first input: [1] instead of [tokens, 1] (a 10-line repro: forward(ctx, x, m):
+return m * 2). The MoE block then fails with "IndexError: too many indices for tensor of dimension
+1", under stock ThunderFX and dyngen.thunderfx alike. The shim computes the same value and the same
+gradients with plain ops (a straight-through term): with m = multiplier, g = masked_gates and e =
+selected_experts held constant,
+    out = m * mask_for_one + (h - h.detach()),   h = m * (scores.gather(-1, e) - sum(g * scores, -1))
+so d out / d scores = m * (onehot(e) - g) * grad, exactly the Function's backward, and the value is
+unchanged (h - h.detach() == 0). It is applied for every backend alike; --no-model-shims restores
+the original.
 """
 from __future__ import annotations
 
@@ -99,11 +124,12 @@ class Built:
     total: int
     lora_modules: list[str]       # distinct module names LoRA wrapped (suffixes)
     vocab_size: int
+    shims: list[str]              # Note [PhiMoE rotary seq_len]
 
 
 def build(name: str, *, scale: str = "full", num_layers: int | None = None,
           attn_implementation: str = "sdpa", dtype: torch.dtype = torch.bfloat16,
-          device: str | torch.device = "cpu", seed: int = 0) -> Built:
+          device: str | torch.device = "cpu", seed: int = 0, shims: bool = True) -> Built:
     """Random-weight model + LoRA (r=16, alpha=32, all linear layers but lm_head)."""
     from peft import LoraConfig, get_peft_model
     from transformers import DbrxForCausalLM, OlmoeForCausalLM, PhimoeForCausalLM
@@ -120,6 +146,7 @@ def build(name: str, *, scale: str = "full", num_layers: int | None = None,
     finally:
         torch.set_default_dtype(old)
     model.config.use_cache = False
+    shim_notes = apply_shims(model) if shims else remove_shims()
     lora = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0,
                       target_modules="all-linear", bias="none")
     model = get_peft_model(model, lora)  # adapters in fp32 (autocast_adapter_dtype), as the seed
@@ -135,7 +162,56 @@ def build(name: str, *, scale: str = "full", num_layers: int | None = None,
     total = sum(p.numel() for p in model.parameters())
     wrapped = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
                       if hasattr(m, "lora_A") and hasattr(m, "base_layer")})
-    return Built(model, cfg, trainable, total, wrapped, cfg.vocab_size)
+    return Built(model, cfg, trainable, total, wrapped, cfg.vocab_size, shim_notes)
+
+
+class _MultiplierStraightThrough:
+    """Note [PhiMoE MultiplierProcessor]: MultiplierProcessor.apply without autograd.Function."""
+
+    @staticmethod
+    def apply(scores, multiplier, selected_experts, masked_gates, mask_for_one):
+        m = multiplier.detach()
+        g = masked_gates.detach()
+        h = m * (scores.gather(-1, selected_experts) - (g * scores).sum(-1, keepdim=True))
+        return m * mask_for_one + (h - h.detach())
+
+
+def apply_shims(model) -> list[str]:
+    """Note [PhiMoE rotary seq_len], Note [PhiMoE MultiplierProcessor]. Returns what changed."""
+    import types
+
+    done = []
+    if getattr(model.config, "model_type", "") == "phimoe":
+        from transformers.models.phimoe import modeling_phimoe
+
+        if modeling_phimoe.MultiplierProcessor is not _MultiplierStraightThrough:
+            modeling_phimoe._bench_original_MultiplierProcessor = modeling_phimoe.MultiplierProcessor
+            modeling_phimoe.MultiplierProcessor = _MultiplierStraightThrough
+        done.append("modeling_phimoe.MultiplierProcessor -> straight-through formulation "
+                    "(same value and gradients)")
+    for name, mod in model.named_modules():
+        if type(mod).__name__ == "PhimoeRotaryEmbedding" and not getattr(mod, "_bench_shim", 0):
+            orig = mod.forward
+
+            def forward(self, x, seq_len=None, _orig=orig):
+                # training, no cache: cache_position[-1] + 1 == the sequence length
+                return _orig(x, seq_len=x.shape[1])
+
+            mod.forward = types.MethodType(forward, mod)
+            mod._bench_shim = 1
+            done.append(f"{name}: PhimoeRotaryEmbedding seq_len = hidden_states.shape[1] "
+                        "(was the tensor cache_position[-1] + 1)")
+    return done
+
+
+def remove_shims() -> list[str]:
+    """Undoes the process-wide part of apply_shims (tests build both ways in one process)."""
+    import sys
+
+    mp = sys.modules.get("transformers.models.phimoe.modeling_phimoe")
+    if mp is not None and hasattr(mp, "_bench_original_MultiplierProcessor"):
+        mp.MultiplierProcessor = mp._bench_original_MultiplierProcessor
+    return []
 
 
 def expert_shape(cfg) -> tuple[int, int, int, int]:

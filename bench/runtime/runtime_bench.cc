@@ -68,7 +68,9 @@ void BM_DiskCacheLoad(benchmark::State& state) {
     return;
   }
   for (auto _ : state) {
-    DiskCache fresh(DiskCacheOptions{dir});  // a new process's cache object: empty memory tier
+    DiskCacheOptions options;
+    options.dir = dir;
+    DiskCache fresh(options);  // a new process's cache object: empty memory tier
     auto bytes = fresh.get(first.key);
     if (!bytes) state.SkipWithError("entry missing");
     benchmark::DoNotOptimize(bytes);
