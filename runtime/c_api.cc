@@ -163,6 +163,17 @@ int dg_launch(const dg_executable* e, const dg_tensor* inputs, int num_inputs,
   });
 }
 
+int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_inputs,
+                      const dg_tensor* outputs, int num_outputs, void* workspace) {
+  return guarded([&]() -> int {
+    if (!e || (!inputs && num_inputs) || (!outputs && num_outputs))
+      return fail(DG_ERR_INVALID_INPUT, "null argument");
+    dg::LaunchBatch batch;
+    dg::Status s = e->exe->pack(inputs, num_inputs, outputs, num_outputs, workspace, &batch);
+    return s.ok() ? DG_OK : fail(DG_ERR_LAUNCH, s.message());
+  });
+}
+
 void dg_get_stats(dg_stats* out) {
   if (!out) return;
   dg::RuntimeStats s = dg::runtime_stats();

@@ -87,6 +87,11 @@ int dg_prepare(const dg_executable* e, const dg_tensor* inputs, int num_inputs, 
 int dg_launch(const dg_executable* e, const dg_tensor* inputs, int num_inputs,
               const dg_tensor* outputs, int num_outputs, void* workspace, void* stream);
 
+/* Everything dg_launch does except launching: checks the arguments, binds the symbols, runs the
+ * shape program and packs every kernel's arguments. For measuring host overhead per call. */
+int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_inputs,
+                      const dg_tensor* outputs, int num_outputs, void* workspace);
+
 void dg_get_stats(dg_stats* out);
 void dg_reset_stats(void);
 

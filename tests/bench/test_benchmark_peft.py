@@ -1,0 +1,134 @@
+"""bench/moe_peft/benchmark_peft.py at tiny scale: the seed's command lines parse, every model
+trains under eager, stock ThunderFX keeps compiling as token counts change (the seed's problem),
+and dyngen.thunderfx compiles nothing after warm-up (the fix).
+
+Runs in-process (run_backend), a few steps each; about two minutes on two cores."""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench" / "moe_peft"
+for p in (BENCH, REPO / "frontends" / "python"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+warnings.filterwarnings("ignore")
+
+import benchmark_peft as bp  # noqa: E402
+import models  # noqa: E402
+
+# The seed's four commands, as written in the issue (seed/thunderfx-moe-dynamic-shapes.md).
+SEED_COMMANDS = [
+    "--model Undi95/dbrx-base --trust-remote-code --attn-implementation eager --max-steps 100 "
+    "--mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
+    "--model microsoft/GRIN-MoE --trust-remote-code --attn-implementation sdpa --max-steps 100 "
+    "--mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
+    "--model microsoft/Phi-3.5-MoE-instruct --trust-remote-code --attn-implementation eager "
+    "--max-steps 100 --mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
+    "--model allenai/OLMoE-1B-7B-0924 --trust-remote-code --attn-implementation sdpa --max-steps 100 "
+    "--mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
+]
+SMALL = ["--scale", "tiny", "--max-steps", "2", "--warmup-steps", "1", "--seq-length", "32",
+         "--device", "cpu", "--quiet"]
+
+
+def seed_args(i: int, *extra: str):
+    return bp.parse_args(shlex.split(SEED_COMMANDS[i]) + list(extra))
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_seed_command_lines_parse(i):
+    full = seed_args(i)
+    assert full.backends == ["thunder"] and full.trust_remote_code
+    assert (full.max_steps, full.mbs, full.seq_length, full.fixed_num_hidden_layers) == (
+        100, 1, 4096, 2)
+    assert full.scale == "full" and full.model in models.MODEL_NAMES
+    tiny = seed_args(i, *SMALL)
+    assert (tiny.scale, tiny.max_steps, tiny.seq_length) == ("tiny", 2, 32)
+    assert bp.parse_args(["--model", full.model, "--compile", "all"]).backends == list(bp.BACKENDS)
+
+
+def test_full_scale_configs_are_the_published_ones():
+    for name in models.MODEL_NAMES:
+        cfg = models.make_config(name, "full", 2)
+        hidden, ffn, experts, top_k = models.expert_shape(cfg)
+        want = models.MODELS[name]["expert_mlp"]
+        assert (hidden, ffn) == (want["hidden"], want["ffn"]), name
+        tiny = models.make_config(name, "tiny")
+        assert models.expert_shape(tiny)[2:] == (experts, top_k), name  # experts, top-k kept
+    assert models.make_config("Undi95/dbrx-base", "full").ffn_config.moe_top_k == 4
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_each_model_trains_under_eager(i):
+    args = seed_args(i, *SMALL)
+    args.backends = ["eager"]
+    r = bp.run_backend(args, "eager")
+    assert r["status"] == "ok", r.get("traceback")
+    assert len(r["steps"]) == 2 and all(math.isfinite(s["loss"]) for s in r["steps"])
+    assert r["summary"]["compile_events_total"] == 0
+    assert r["params"]["trainable"] < r["params"]["total"]
+    assert "lm_head" not in r["params"]["lora_modules"]
+    if "dbrx" in args.model:  # fused experts: LoRA reaches attention and the router only
+        assert set(r["params"]["lora_modules"]) == {"Wqkv", "out_proj", "layer"}
+    else:
+        assert {"q_proj", "gate"} <= set(r["params"]["lora_modules"])
+
+
+# Token counts per expert change on every call; DBRX's tiny model (16 experts, top-4, 1 layer)
+# keeps Thunder's per-shape compiles cheap enough for a unit test.
+DYN = ["--model", "Undi95/dbrx-base", "--scale", "tiny", "--fixed-num-hidden-layers", "1",
+       "--attn-implementation", "eager", "--seq-length", "64", "--max-steps", "4",
+       "--warmup-steps", "2", "--device", "cpu", "--quiet"]
+
+
+def test_stock_thunderfx_recompiles_for_new_token_counts():
+    args = bp.parse_args(DYN + ["--compile", "thunder"])
+    r = bp.run_backend(args, "thunder")
+    assert r["status"] == "ok", r.get("traceback")
+    total, after = r["summary"]["events_total"], r["summary"]["events_after_warmup"]
+    # More Thunder compiles than Dynamo graphs: the expert graph is re-traced per token count,
+    # and it keeps happening after warm-up.
+    assert total["thunder_cache_misses"] > total["dynamo_graphs"] + 3, total
+    assert after["thunder_cache_misses"] > 0, after
+
+
+def test_dyngen_compiles_nothing_after_warmup():
+    args = bp.parse_args(DYN + ["--compile", "dyngen"])
+    r = bp.run_backend(args, "dyngen")
+    assert r["status"] == "ok", r.get("traceback")
+    after = r["summary"]["events_after_warmup"]
+    assert r["summary"]["compile_events_after_warmup"] == 0, after
+    assert all(v == 0 for v in after.values()), after
+    s = r["dyngen_stats"]
+    assert s["dynamic_graphs"] >= 1 and s["graphs_compiled"] >= 2, s  # forward and backward
+    assert s["fallbacks"] == [], s["fallbacks"]
+    assert any(g["kind"] == "dyngen" for g in r["dyngen_graphs"])
+
+
+def test_failing_backend_is_reported_and_others_still_run(tmp_path, monkeypatch, capsys):
+    real = bp.compile_model
+
+    def broken(kind, model):
+        if kind == "dyngen":
+            raise RuntimeError("frontend not ready")
+        return real(kind, model)
+
+    monkeypatch.setattr(bp, "compile_model", broken)
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    rc = bp.main(shlex.split(SEED_COMMANDS[3]) + SMALL + [
+        "--compile", "eager,dyngen", "--isolate", "none", "--json", str(out), "--plot", str(png)])
+    assert rc == 2
+    res = json.loads(out.read_text())["backends"]
+    assert res["eager"]["status"] == "ok" and res["dyngen"]["status"] == "error"
+    assert "frontend not ready" in res["dyngen"]["error"]
+    table = capsys.readouterr().out
+    assert "ERROR RuntimeError: frontend not ready" in table and "| eager" in table
+    assert png.stat().st_size > 0
