@@ -1,37 +1,8 @@
 #include "runtime/executable_json.h"
 
-#include <cstdio>
+#include "runtime/json_escape.h"
 
 namespace dg {
-
-std::string json_escape(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string describe_executable_json(const Executable& e, const std::string& key, int cache_hit) {
   const KernelPlan& plan = e.plan();

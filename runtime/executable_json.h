@@ -4,10 +4,10 @@
 #include <string>
 
 #include "runtime/executable.h"
+#include "runtime/json_escape.h"
 
 namespace dg {
 
-std::string json_escape(const std::string& s);
 std::string describe_executable_json(const Executable& e, const std::string& key, int cache_hit);
 
 }  // namespace dg

@@ -1,10 +1,12 @@
 #include "frontends/cli/cache_command.h"
 
+
 #include <cstdio>
 #include <exception>
 #include <string_view>
 
 #include "runtime/cache_admin.h"
+#include "runtime/json_escape.h"
 #include "runtime/disk_cache.h"
 
 namespace dg {
@@ -62,37 +64,6 @@ std::string parse(const std::vector<std::string>& args, Args* a) {
   return "";
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 int stats(const std::string& dir, bool json, std::ostream& out, std::ostream& err) {
   Result<CacheStats> r = cache_stats(dir);
@@ -102,7 +73,7 @@ int stats(const std::string& dir, bool json, std::ostream& out, std::ostream& er
   }
   const CacheStats& s = r.value();
   if (json) {
-    out << "{\"command\":\"stats\",\"folder\":" << json_string(s.dir)
+    out << "{\"command\":\"stats\",\"folder\":" << json_escape(s.dir)
         << ",\"exists\":" << (s.exists ? "true" : "false") << ",\"entries\":" << s.entries
         << ",\"bytes\":" << s.bytes << ",\"temp_files\":" << s.temp_files
         << ",\"other_files\":" << s.other_files << "}\n";
@@ -124,17 +95,17 @@ int verify(const std::string& dir, bool json, bool remove, std::ostream& out, st
   }
   const CacheVerifyReport& v = r.value();
   if (json) {
-    out << "{\"command\":\"verify\",\"folder\":" << json_string(v.dir)
+    out << "{\"command\":\"verify\",\"folder\":" << json_escape(v.dir)
         << ",\"exists\":" << (v.exists ? "true" : "false") << ",\"valid\":" << v.valid
         << ",\"corrupt\":" << v.corrupt << ",\"removed\":" << v.removed
         << ",\"temp_files\":" << v.temp_files << ",\"corrupt_entries\":[";
     for (size_t i = 0; i < v.corrupt_entries.size(); ++i) {
-      out << (i ? "," : "") << "{\"file\":" << json_string(v.corrupt_entries[i].file)
-          << ",\"reason\":" << json_string(v.corrupt_entries[i].reason) << "}";
+      out << (i ? "," : "") << "{\"file\":" << json_escape(v.corrupt_entries[i].file)
+          << ",\"reason\":" << json_escape(v.corrupt_entries[i].reason) << "}";
     }
     out << "],\"other_files\":[";
     for (size_t i = 0; i < v.other_files.size(); ++i) {
-      out << (i ? "," : "") << json_string(v.other_files[i]);
+      out << (i ? "," : "") << json_escape(v.other_files[i]);
     }
     out << "]}\n";
   } else {
@@ -159,7 +130,7 @@ int clear(const std::string& dir, bool json, std::ostream& out, std::ostream& er
   }
   const CacheClearReport& c = r.value();
   if (json) {
-    out << "{\"command\":\"clear\",\"folder\":" << json_string(c.dir)
+    out << "{\"command\":\"clear\",\"folder\":" << json_escape(c.dir)
         << ",\"removed\":" << c.removed << ",\"bytes\":" << c.bytes << ",\"failed\":" << c.failed
         << "}\n";
   } else {

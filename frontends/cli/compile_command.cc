@@ -36,13 +36,10 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
   CompileRequest req = flags.request();
   if (req.target.empty()) req.target = CudaDriver::instance().available() ? "cuda" : "sm_90a";
   int64_t compiles_before = runtime_stats().nvrtc_compiles;
-  CompileOutcome o = compile_graph(*graph, req);
-  if (!o.ok()) {
-    err << "dyngen: " << flags.file << ": " << o.error << "\n";
-    return o.status == 3   ? kExitUnsupported
-           : o.status == 2 ? kExitInvalidInput
-                           : kExitInternalError;
-  }
+  int exit_code = kExitOk;
+  auto compiled = compile_or_report(*graph, req, flags.file, err, &exit_code);
+  if (!compiled) return exit_code;
+  const CompileOutcome& o = *compiled;
   int64_t compiles = runtime_stats().nvrtc_compiles - compiles_before;
   const Executable& e = *o.executable;
   if (flags.json) {

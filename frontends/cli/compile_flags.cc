@@ -14,6 +14,18 @@ CompileRequest CompileFlags::request() const {
   return r;
 }
 
+std::optional<CompileOutcome> compile_or_report(const Graph& g, const CompileRequest& request,
+                                                const std::string& file, std::ostream& err,
+                                                int* exit_code) {
+  CompileOutcome o = compile_graph(g, request);
+  if (o.ok()) return o;
+  err << "dyngen: " << file << ": " << o.error << "\n";
+  *exit_code = o.status == DG_ERR_UNSUPPORTED     ? 3
+               : o.status == DG_ERR_INVALID_INPUT ? 2
+                                                  : 1;
+  return std::nullopt;
+}
+
 namespace {
 bool parse_int(const std::string& s, int64_t* v) {
   if (s.empty()) return false;

@@ -1,6 +1,7 @@
 // The flags `dyngen compile` and `dyngen run` share.
 #pragma once
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ struct CompileFlags {
   bool help = false;
   CompileRequest request() const;
 };
+
+// Compiles the graph of `flags` for `request`; on failure prints the one-line error and sets
+// *exit_code (3 unsupported, 2 invalid, 1 internal).
+std::optional<CompileOutcome> compile_or_report(const Graph& g, const CompileRequest& request,
+                                                const std::string& file, std::ostream& err,
+                                                int* exit_code);
 
 // Parses the words after the subcommand; prints a usage line and returns false on bad usage.
 bool parse_compile_flags(const std::vector<std::string>& args, const char* usage, bool allow_bind,

@@ -33,13 +33,10 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   }
   CompileRequest req = flags.request();
   req.target = "host";
-  CompileOutcome o = compile_graph(*graph, req);
-  if (!o.ok()) {
-    err << "dyngen: " << flags.file << ": " << o.error << "\n";
-    return o.status == 3   ? kExitUnsupported
-           : o.status == 2 ? kExitInvalidInput
-                           : kExitInternalError;
-  }
+  int exit_code = kExitOk;
+  auto compiled = compile_or_report(*graph, req, flags.file, err, &exit_code);
+  if (!compiled) return exit_code;
+  const CompileOutcome& o = *compiled;
   auto inputs = make_random_inputs(*graph, flags.bindings, flags.seed);
   if (!inputs.ok()) {
     err << "dyngen: " << flags.file << ": " << inputs.message() << " (use --bind)\n";
