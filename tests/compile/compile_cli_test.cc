@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -128,6 +129,26 @@ TEST(CompileCli, RunChecksNumericsAgainstTheReference) {
   EXPECT_TRUE(json_has(r.out, "ok")) << r.out;
   CliResult unbound = run_cli("run " + fixture() + " --cache-dir " + dir.string());
   EXPECT_EQ(unbound.exit_code, 2) << unbound.out;
+  fs::remove_all(dir);
+}
+
+TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
+  fs::path dir = fresh_dir("emit");
+  CliResult r = run_cli("compile " + fixture() + " --arch sm_80 --emit " + (dir / "out").string() +
+                        " --cache-dir " + (dir / "cache").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "out" / "kernels.cu"));
+  std::vector<std::string> stages;
+  for (auto& e : fs::directory_iterator(dir / "out"))
+    if (e.path().extension() == ".dgir") stages.push_back(e.path().filename().string());
+  std::sort(stages.begin(), stages.end());
+  EXPECT_EQ(stages, (std::vector<std::string>{"0_input.dgir", "1_cse.dgir", "2_fold_casts.dgir",
+                                              "3_dce.dgir"}));
+  // A disabled pass is skipped, and says so by its absence.
+  r = run_cli("compile " + fixture() + " --arch sm_80 --disable-pass cse --emit " +
+              (dir / "nocse").string() + " --cache-dir " + (dir / "cache").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "nocse" / "1_cse.dgir"));
   fs::remove_all(dir);
 }
 

@@ -4,19 +4,19 @@
     model = dyngen.thunderfx.compile(model)   # ThunderFX, with dynamic graphs going to dyngen
     dyngen.stats()                            # what was compiled, cached, or ran eagerly
 
-Modules: export (FX -> IR), ir / text (the IR and its text form), runtime (the executor seam:
-capi or reference), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
+Modules: export (FX -> IR), ir / text / fb_writer (the IR, its text form, graph.fb), runtime (the
+executor seam: capi or reference), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
 `dyngen.thunderfx` imports Thunder, so it is loaded on first use.
 """
-from .errors import ExportError, LaunchError, LibraryNotFound, Unsupported
+from .errors import ExportError, InvalidGraph, LaunchError, LibraryNotFound, Unsupported
 from .export import Exported, export
 from .compiled import CompiledGraph, compile_graph
-from .runtime import Executable, compile_text, executor_kind
+from .runtime import Executable, compile_ir, compile_text, executor_kind
 from .stats import reset_stats, stats
 
-__all__ = ["Unsupported", "ExportError", "LaunchError", "LibraryNotFound", "Exported", "export",
-           "CompiledGraph", "compile_graph", "Executable", "compile_text", "executor_kind",
-           "stats", "reset_stats", "thunderfx", "aot"]
+__all__ = ["Unsupported", "ExportError", "InvalidGraph", "LaunchError", "LibraryNotFound",
+           "Exported", "export", "CompiledGraph", "compile_graph", "Executable", "compile_ir",
+           "compile_text", "executor_kind", "stats", "reset_stats", "thunderfx", "aot"]
 __version__ = "0.1.0"
 
 

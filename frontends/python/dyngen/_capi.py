@@ -2,6 +2,8 @@
 
 The library is found at $DYNGEN_LIB, else <repo>/build/libdyngen.so, else next to this package.
 Every function returns DG_OK or an error code with a message from dg_last_error().
+Graphs reach the core as graph.fb bytes (fb_writer.py, `dg_graph_load`); the IR text form
+(`dg_graph_load_text`) is accepted too, for debugging and for comparing the two.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import LaunchError, LibraryNotFound, Unsupported
+from .errors import InvalidGraph, LaunchError, LibraryNotFound, Unsupported
 from .ops import DType
 from .options import options
 from .runtime import Executable
@@ -59,6 +61,8 @@ _SIGNATURES = {
     "dg_launch": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
                                  ctypes.POINTER(DgTensor), ctypes.c_int, ctypes.c_void_p,
                                  ctypes.c_void_p]),
+    "dg_launch_dry_run": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
+                                         ctypes.POINTER(DgTensor), ctypes.c_int, ctypes.c_void_p]),
     "dg_get_stats": (None, [ctypes.POINTER(DgStats)]),
     "dg_reset_stats": (None, []),
 }
@@ -140,14 +144,35 @@ def _to_dg(x) -> DgTensor:
     return t
 
 
+def load_graph(source: "bytes | str"):
+    """A dg_graph handle (free with dg_graph_free) from graph.fb bytes or the IR text; raises
+    InvalidGraph with the core's message when it refuses the input."""
+    lib = load()
+    g = _P()
+    if isinstance(source, str):
+        what, rc = "dg_graph_load_text", lib.dg_graph_load_text(source.encode(), ctypes.byref(g))
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        what, rc = "dg_graph_load", lib.dg_graph_load(data, len(data), ctypes.byref(g))
+    else:
+        raise TypeError(f"a graph is graph.fb bytes or IR text, not {type(source).__name__}")
+    if rc == DG_ERR_INVALID_INPUT:
+        msg = (lib.dg_last_error() or b"").decode(errors="replace")
+        raise InvalidGraph(f"{what}: {msg}")
+    _check(rc, what)
+    return g
+
+
 class CapiExecutable(Executable):
+    """One graph compiled by the core. `source` is graph.fb bytes (what the frontend sends) or the
+    IR text (debugging)."""
+
     kind = "capi"
 
-    def __init__(self, text: str, target: str | None = None):
+    def __init__(self, source: "bytes | str", target: str | None = None):
         lib = load()
         self._lib = lib
-        g = _P()
-        _check(lib.dg_graph_load_text(text.encode(), ctypes.byref(g)), "dg_graph_load_text")
+        g = load_graph(source)
         try:
             opts = DgCompileOptions(target.encode() if target else None, None,
                                     options().dump_dir.encode() if options().dump_dir else None,
@@ -186,7 +211,11 @@ class CapiExecutable(Executable):
         return [(tuple(o.shape[i] for i in range(o.rank)), DType(o.dtype).torch)
                 for o in outs[:self.num_outputs]]
 
-    def run(self, inputs):
+    def run(self, inputs, *, dry_run: bool = False):
+        """Computes the outputs. dry_run=True does the whole call path (argument conversion,
+        dg_prepare, output and workspace allocation) but calls dg_launch_dry_run, which binds
+        the symbols, runs the shape program and packs the kernel arguments without launching:
+        the outputs come back uninitialized (for measuring host overhead)."""
         ins, outs, ws_bytes = self._prepare(inputs)
         device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
                       torch.device("cpu"))
@@ -198,19 +227,22 @@ class CapiExecutable(Executable):
             o.data = r.data_ptr()
             results.append(r)
         ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) if ws_bytes else None
+        ws_ptr = ws.data_ptr() if ws is not None else None
+        if dry_run:
+            _check(self._lib.dg_launch_dry_run(self._exe, ins, len(inputs), outs,
+                                               self.num_outputs, ws_ptr), "dg_launch_dry_run")
+            return results
         stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-        _check(self._lib.dg_launch(self._exe, ins, len(inputs), outs, self.num_outputs,
-                                   ws.data_ptr() if ws is not None else None, stream),
-               "dg_launch")
+        _check(self._lib.dg_launch(self._exe, ins, len(inputs), outs, self.num_outputs, ws_ptr,
+                                   stream), "dg_launch")
         return results
 
 
-def core_print(text: str) -> tuple[str, str]:
-    """(the core's print of the parsed text, its canonical hash): the core's view of a graph the
-    frontend wrote, for checking that the two sides agree on the text form."""
+def core_print(source: "bytes | str") -> tuple[str, str]:
+    """(the core's print of a graph, its canonical hash), from graph.fb bytes or the IR text: the
+    core's view of a graph the frontend wrote, for checking that the two sides agree."""
     lib = load()
-    g = _P()
-    _check(lib.dg_graph_load_text(text.encode(), ctypes.byref(g)), "dg_graph_load_text")
+    g = load_graph(source)
     try:
         out = ctypes.c_void_p()
         _check(lib.dg_graph_print(g, ctypes.byref(out)), "dg_graph_print")

@@ -7,7 +7,7 @@ from torch.utils import _pytree as pytree
 from . import runtime
 from .stats import bump, dump
 from .export import Exported, export
-from .options import log
+from .options import log, options
 
 
 class CompiledGraph:
@@ -17,7 +17,10 @@ class CompiledGraph:
     def __init__(self, exported: Exported, name: str = "graph"):
         self.exported = exported
         self.name = name
-        self.exe = runtime.compile_text(exported.text, name) if exported.graph.outputs else None
+        self.exe = None
+        if exported.graph.outputs:
+            fb = exported.fb if runtime.executor_kind() == "capi" else None
+            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb)
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -52,6 +55,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
     exported = export(gm, example_inputs, name=name)
     bump("exported_graphs")
     text = exported.text
-    dump(name, exported.key, text)
+    dump(name, exported.key, text, exported.fb if options().dump_dir else None)
     log.debug("exported %s:\n%s", name, text)
     return CompiledGraph(exported, name)

@@ -19,3 +19,8 @@ class LaunchError(RuntimeError):
 
 class LibraryNotFound(RuntimeError):
     """libdyngen.so could not be loaded (see dyngen._capi.library_path)."""
+
+
+class InvalidGraph(ValueError):
+    """The core refused a graph (graph.fb or text): malformed, truncated, or failing verification.
+    The message is the core's (dg_last_error), e.g. "not a dyngen graph.fb file"."""

@@ -17,6 +17,7 @@ flattened FX output where its value comes from, and `out_spec` rebuilds the FX s
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,11 +63,18 @@ class Exported:
     num_placeholders: int
     symbol_names: dict[str, str] = field(default_factory=dict)  # IR name -> sympy name
 
-    @property
+    @functools.cached_property
     def text(self) -> str:
+        """The IR text form (debugging, dumps, the reference executor)."""
         return self.graph.to_text()
 
-    @property
+    @functools.cached_property
+    def fb(self) -> bytes:
+        """graph.fb bytes: what the C core loads (Note [Python graph.fb writer])."""
+        from .fb_writer import write_graph_fb
+        return write_graph_fb(self.graph)
+
+    @functools.cached_property
     def key(self) -> str:
         """A hash of the text form (the Python-side cache key; the core hashes canonically)."""
         return hashlib.sha256(self.text.encode()).hexdigest()

@@ -8,8 +8,9 @@ Two implementations of one interface:
                kernels op by op; it proves export fidelity and runs everything before the C
                library exists.
 The choice is made once per process: DYNGEN_EXECUTOR=reference|capi forces one; otherwise "capi"
-when the library loads, else "reference". `dyngen.stats()["executor"]` reports it. Both take
-the IR *text* (the graph.fb seam comes later) and both bind symbols from the inputs' shapes.
+when the library loads, else "reference". `dyngen.stats()["executor"]` reports it. Both take an
+IR Graph (`compile_ir`): "capi" sends it to the core as graph.fb bytes (fb_writer.py,
+dg_graph_load), "reference" interprets its text form. Both bind symbols from the inputs' shapes.
 """
 from __future__ import annotations
 
@@ -113,14 +114,19 @@ def executor_kind() -> str:
     return _kind
 
 
-def compile_text(text: str, name: str = "graph") -> Executable:
-    """Compiles (or fetches) the executable for an IR text with the process's executor."""
+def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
+               fb: bytes | None = None) -> Executable:
+    """Compiles (or fetches) the executable for an IR graph with the process's executor. `text`
+    and `fb` are the graph's text form and graph.fb bytes when the caller already has them."""
     kind = executor_kind()
     if kind == "capi":
         from ._capi import CapiExecutable
-        exe = CapiExecutable(text, target=options().target or None)
+        from .fb_writer import write_graph_fb
+        exe = CapiExecutable(fb if fb is not None else write_graph_fb(graph),
+                             target=options().target or None)
         log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
         return exe
+    text = text if text is not None else graph.to_text()
     key = hashlib.sha256(text.encode()).hexdigest()
     with _lock:
         exe = _memory.get(key)
@@ -135,6 +141,13 @@ def compile_text(text: str, name: str = "graph") -> Executable:
         _memory[key] = exe
     log.info("compiled %s with the reference executor (key %s)", name, key[:12])
     return exe
+
+
+def compile_text(text: str, name: str = "graph") -> Executable:
+    """compile_ir for a graph given in the IR text form (parsed here; the C executor still
+    receives graph.fb bytes)."""
+    from .text import parse_graph_text
+    return compile_ir(parse_graph_text(text), name, text=text)
 
 
 def capi_stats() -> dict | None:

@@ -99,13 +99,17 @@ def reset_stats() -> None:
     runtime.reset_capi_stats()
 
 
-def dump(name: str, key: str, text: str) -> None:
-    """DYNGEN_DUMP=DIR: writes the exported graph's IR text as DIR/<name>-<key[:12]>.ir."""
+def dump(name: str, key: str, text: str, fb: bytes | None = None) -> None:
+    """DYNGEN_DUMP=DIR: writes the exported graph as DIR/<name>-<key[:12]>.fb (graph.fb, what the
+    core loads) and DIR/<name>-<key[:12]>.dgir (its IR text form, for reading)."""
     d = options().dump_dir
     if not d:
         return
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"{name}-{key[:12]}.ir")
-    with open(path, "w") as f:
+    base = os.path.join(d, f"{name}-{key[:12]}")
+    with open(base + ".dgir", "w") as f:
         f.write(text)
-    log.debug("dumped %s", path)
+    if fb is not None:
+        with open(base + ".fb", "wb") as f:
+            f.write(fb)
+    log.debug("dumped %s.dgir/.fb", base)
