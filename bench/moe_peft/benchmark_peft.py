@@ -29,6 +29,13 @@ peak-memory reading of its own, and a backend that crashes the interpreter (a na
 fault) is reported in the table while the others still run. --isolate none runs them one after
 another in this process (after torch._dynamo.reset()).
 
+Note [Backend timeout]
+--backend-timeout arms SIGALRM around one backend in the process that runs it: when it fires, a
+BackendTimeout is raised at the next Python bytecode (a long native call, such as a C++ or NVRTC
+compile, finishes first), the backend is marked "error: timeout" and keeps the steps it finished
+and the compile events counted so far (events_at_stop). With --isolate process the parent also
+kills a child that outlives its timeout by 60 s.
+
 Exit status: 0 when every backend ran (or was skipped with a recorded reason), 2 when any errored
 (its error is in the table and the JSON; the others still ran).
 """
@@ -74,6 +81,28 @@ def _backends(value: str) -> list[str]:
     return names
 
 
+def _timeouts(value: str) -> dict:
+    """'30' -> {'*': 30.0}; 'eager=12,dyngen=30' -> {'eager': 12.0, 'dyngen': 30.0}."""
+    out = {}
+    try:
+        for part in value.split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                if k.strip() not in BACKENDS:
+                    raise ValueError(k)
+                out[k.strip()] = float(v)
+            elif part.strip():
+                out["*"] = float(part)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--backend-timeout: bad value {value!r} ({e})") from e
+    return out
+
+
+def timeout_for(args, kind: str) -> float | None:
+    t = args.backend_timeout or {}
+    return t.get(kind, t.get("*"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -111,8 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=float, default=None, metavar="S",
                    help="per backend: stop stepping once this many seconds have passed "
                         "(the result is marked truncated)")
-    p.add_argument("--backend-timeout", type=float, default=None, metavar="S",
-                   help="--isolate process: kill a backend's process after this many seconds")
+    p.add_argument("--backend-timeout", type=_timeouts, default=None, metavar="S|NAME=S,...",
+                   help="stop a backend after this many seconds (one number for all, or per "
+                        "backend: eager=12,dyngen=30); what it measured so far is kept "
+                        "(Note [Backend timeout])")
     p.add_argument("--dyngen-executor", choices=("auto", "reference", "capi"), default="auto",
                    help="sets DYNGEN_EXECUTOR (auto: the C library when it loads)")
     p.add_argument("--no-model-shims", action="store_true",
@@ -210,7 +241,11 @@ def run_backend(args, kind: str) -> dict:
 
     result: dict = {"backend": kind, "status": "error", "steps": []}
     t_start = time.perf_counter()
+    probe = start = None
+    limit = timeout_for(args, kind)
+    alarm = _Alarm(limit)
     try:
+        alarm.arm()
         device = resolve_device(args.device)
         setup_torch(args, device)
         result["device"] = str(device)
@@ -233,6 +268,7 @@ def run_backend(args, kind: str) -> dict:
         fn, handle = compile_model(kind, model)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr)
         probe = metrics.CompileProbe(kind, handle)
+        start = probe.snapshot()
         mem = metrics.PeakMemory(device)
         tokens = args.mbs * args.seq_length
         torch.manual_seed(args.seed)  # routing/input jitter noise (PhiMoE) draws from it
@@ -263,6 +299,7 @@ def run_backend(args, kind: str) -> dict:
                 result["truncated"] = f"time budget {args.time_budget}s reached after step {step}"
                 _say(args, kind, result["truncated"])
                 break
+        alarm.disarm()
         result["summary"] = metrics.summarize(result["steps"], args.warmup_steps, tokens)
         result["summary"]["peak_mem_method"] = mem.method
         result["recompile_reasons"] = probe.recompile_reasons()
@@ -272,8 +309,18 @@ def run_backend(args, kind: str) -> dict:
         if kind == "thunder":
             result["thunder_graphs"] = len(handle._backend.subgraph_infos)
         result["status"] = "ok"
-    except Exception as e:  # noqa: BLE001 - one backend's failure must not hide the others
+    except BaseException as e:  # noqa: BLE001 - one backend's failure must not hide the others
+        alarm.disarm()
+        if isinstance(e, KeyboardInterrupt):
+            raise
         result["error"] = error_line(e)
+        if alarm.fired:
+            result["error"] = (f"timeout: stopped after {limit:g} s, {len(result['steps'])} steps "
+                               f"done (raised as {type(e).__name__})")
+        if probe is not None and start is not None:
+            with contextlib.suppress(Exception):
+                import metrics as m
+                result["events_at_stop"] = m.delta(probe.snapshot(), start)
         result["traceback"] = traceback.format_exc()[-4000:]
         _say(args, kind, f"FAILED: {result['error']}")
         if result["steps"]:
@@ -282,6 +329,7 @@ def run_backend(args, kind: str) -> dict:
                 result["summary"] = m.summarize(result["steps"], args.warmup_steps,
                                                 args.mbs * args.seq_length)
     finally:
+        alarm.disarm()
         result["wall_s"] = round(time.perf_counter() - t_start, 2)
         with contextlib.suppress(Exception):
             torch._dynamo.reset()
@@ -290,6 +338,41 @@ def run_backend(args, kind: str) -> dict:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     return result
+
+
+class BackendTimeout(Exception):
+    pass
+
+
+class _Alarm:
+    """Note [Backend timeout]: SIGALRM after `seconds` raises BackendTimeout (main thread only)."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.fired = False
+        self._old = None
+
+    def _fire(self, signum, frame):
+        self.fired = True
+        raise BackendTimeout(f"backend timeout ({self.seconds:g} s)")
+
+    def arm(self) -> None:
+        import signal
+        import threading
+
+        if not self.seconds or threading.current_thread() is not threading.main_thread():
+            return
+        self._old = signal.signal(signal.SIGALRM, self._fire)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def disarm(self) -> None:
+        import signal
+
+        if self._old is None:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._old)
+        self._old = None
 
 
 def error_line(e: BaseException) -> str:
@@ -319,7 +402,8 @@ def child_argv(args, kind: str, json_path: str) -> list[str]:
     if args.no_model_shims:
         a.append("--no-model-shims")
     for flag, v in (("--fixed-num-hidden-layers", args.fixed_num_hidden_layers),
-                    ("--threads", args.threads), ("--time-budget", args.time_budget)):
+                    ("--threads", args.threads), ("--time-budget", args.time_budget),
+                    ("--backend-timeout", timeout_for(args, kind))):
         if v is not None:
             a += [flag, str(v)]
     if args.quiet:
@@ -333,11 +417,13 @@ def run_isolated(args, kind: str) -> dict:
         out = os.path.join(tmp, "result.json")
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(child_argv(args, kind, out), timeout=args.backend_timeout)
+            limit = timeout_for(args, kind)
+            proc = subprocess.run(child_argv(args, kind, out),
+                                  timeout=limit + 60 if limit else None)
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             return {"backend": kind, "status": "error", "steps": [],
-                    "error": f"timeout: killed after {args.backend_timeout}s",
+                    "error": f"timeout: its process was killed after {limit + 60:g} s",
                     "wall_s": round(time.perf_counter() - t0, 2)}
         if os.path.exists(out):
             payload = json.loads(Path(out).read_text())
@@ -379,12 +465,27 @@ def main(argv=None) -> int:
     if args.dyngen_executor != "auto":
         os.environ["DYNGEN_EXECUTOR"] = args.dyngen_executor
     results: dict = {}
+    meta = None
     for kind in args.backends:
         if len(args.backends) > 1 and args.isolate == "process":
             results[kind] = run_isolated(args, kind)
         else:
             results[kind] = run_backend(args, kind)
-    meta = {"argv": raw, "model": args.model, "scale": args.scale,
+        if meta is None:
+            meta = make_meta(args, raw)
+        if args.json:  # after each backend, so a run stopped from outside keeps what it measured
+            report.write_json(args.json, {"meta": meta, "backends": results})
+    compare_losses(results)
+    payload = {"meta": meta, "backends": results}
+    if args.json:
+        report.write_json(args.json, payload)
+    if child:
+        return 0
+    return print_report(args, results)
+
+
+def make_meta(args, raw) -> dict:
+    return {"argv": raw, "model": args.model, "scale": args.scale,
             "layers": _layers(args), "mbs": args.mbs, "seq_length": args.seq_length,
             "max_steps": args.max_steps, "warmup_steps": args.warmup_steps,
             "attn_implementation": args.attn_implementation, "dtype": args.dtype,
@@ -395,6 +496,11 @@ def main(argv=None) -> int:
                         "compile_s": "metrics.py Note [Compile time]",
                         "peak_mem": "metrics.py Note [Peak memory]"},
             "environment": environment(args)}
+
+
+def compare_losses(results: dict) -> None:
+    """Each backend's largest loss difference from eager over the steps both ran (a numerics
+    check: same data, same weights; PhiMoE and DBRX draw routing jitter, so theirs differ more)."""
     eager_loss = [s["loss"] for s in results.get("eager", {}).get("steps", [])]
     for kind, r in results.items():
         losses = [s["loss"] for s in r.get("steps", [])]
@@ -402,11 +508,9 @@ def main(argv=None) -> int:
         if kind != "eager" and n:
             r["max_abs_loss_diff_vs_eager"] = max(abs(a - b) for a, b in
                                                   zip(losses[:n], eager_loss[:n]))
-    payload = {"meta": meta, "backends": results}
-    if args.json:
-        report.write_json(args.json, payload)
-    if child:
-        return 0
+
+
+def print_report(args, results: dict) -> int:
     print()
     print(f"{args.model}  scale={args.scale}  layers={_layers(args) or 'all'}  "
           f"mbs={args.mbs}  seq={args.seq_length}  steps={args.max_steps} "

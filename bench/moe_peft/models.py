@@ -134,6 +134,9 @@ def build(name: str, *, scale: str = "full", num_layers: int | None = None,
     from peft import LoraConfig, get_peft_model
     from transformers import DbrxForCausalLM, OlmoeForCausalLM, PhimoeForCausalLM
 
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # rope_scaling key notes for the synthetic longrope
     cfg = make_config(name, scale, num_layers, attn_implementation)
     cls = {"olmoe": OlmoeForCausalLM, "phimoe": PhimoeForCausalLM,
            "dbrx": DbrxForCausalLM}[cfg.model_type]

@@ -5,8 +5,9 @@ import json
 import math
 from pathlib import Path
 
-COLUMNS = ("backend", "steady step ms", "vs eager", "tokens/s", "compile events after warm-up",
-           "total compiles", "compile s", "peak MiB", "status")
+COLUMNS = ("backend", "steady step ms", "vs eager", "mean step ms", "tokens/s",
+           "compile events after warm-up", "total compiles", "compile s", "peak MiB", "status")
+TOTAL_KEYS = ("dynamo_frames", "thunder_cache_misses", "dyngen_graphs")  # metrics.TOTAL_KEYS
 
 
 def _fmt(v, nd=1):
@@ -29,6 +30,11 @@ def rows(results: dict) -> list[list[str]]:
             fb = (s.get("events_total") or {}).get("dyngen_fallbacks")
             if fb:
                 status += f", {fb} dyngen fallbacks"
+            ex = (r.get("dyngen_stats") or {}).get("executor")
+            if ex:
+                status += f", executor {ex}"
+                if ex == "capi" and r.get("device") == "cpu":
+                    status += " (CUDA kernels under host emulation)"
         elif r.get("status") == "skipped":
             status = f"skipped: {r.get('reason', '')}"
         else:
@@ -38,9 +44,13 @@ def rows(results: dict) -> list[list[str]]:
         if after:
             parts = [f"{k}={v}" for k, v in ev.items() if v and k != "dynamo_recompiles"]
             after = f"{after} ({', '.join(parts)})"
+        total = s.get("compile_events_total")
+        stop = r.get("events_at_stop")
+        if stop and r.get("status") == "error":
+            total = f"{sum(stop[k] for k in TOTAL_KEYS)} by the stop"
         out.append([name, _fmt(steady), _fmt(ratio, 2) + ("x" if ratio else ""),
-                    _fmt(s.get("tokens_per_s"), 0), _fmt(after),
-                    _fmt(s.get("compile_events_total")), _fmt(s.get("compile_s"), 2),
+                    _fmt(s.get("mean_ms")), _fmt(s.get("tokens_per_s"), 0), _fmt(after),
+                    _fmt(total), _fmt(s.get("compile_s"), 2),
                     _fmt(s.get("peak_mem_mib"), 0), status])
     return out
 

@@ -85,8 +85,8 @@ def test_each_model_trains_under_eager(i):
 # Token counts per expert change on every call; DBRX's tiny model (16 experts, top-4, 1 layer)
 # keeps Thunder's per-shape compiles cheap enough for a unit test.
 DYN = ["--model", "Undi95/dbrx-base", "--scale", "tiny", "--fixed-num-hidden-layers", "1",
-       "--attn-implementation", "eager", "--seq-length", "64", "--max-steps", "4",
-       "--warmup-steps", "2", "--device", "cpu", "--quiet"]
+       "--attn-implementation", "eager", "--seq-length", "64", "--max-steps", "3",
+       "--warmup-steps", "1", "--device", "cpu", "--quiet"]
 
 
 def test_stock_thunderfx_recompiles_for_new_token_counts():

@@ -2,6 +2,7 @@
 // kernels, run under host emulation for several extents, match the reference evaluator.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -15,14 +16,11 @@
 namespace dg {
 namespace {
 
+// ctest runs each case in its own process: they share the test run's cache folder (the binary
+// of a case is compiled once per folder; these tests check numerics, not cache behaviour).
 std::string cache_dir() {
-  static std::string dir = [] {
-    auto d = std::filesystem::temp_directory_path() /
-             ("dyngen-codegen-test-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    return d.string();
-  }();
-  return dir;
+  if (const char* d = std::getenv("DYNGEN_CACHE_DIR")) return d;
+  return (std::filesystem::temp_directory_path() / "dyngen-codegen-test-cache").string();
 }
 
 TEST(CodegenCatalog, EveryOpHasACase) {

@@ -1,5 +1,6 @@
 // One small graph per op of the catalog, with a symbolic dim, for the codegen tests.
 #pragma once
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,8 @@ struct OpCase {
 };
 
 std::vector<OpCase> all_op_cases();
+
+// GoogleTest prints a parameter with this instead of its bytes.
+inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace dg

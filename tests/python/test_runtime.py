@@ -126,7 +126,7 @@ def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
     for n in (4, 7):
         x = torch.randn(8, n).t()  # non-contiguous: made contiguous at call time
         torch.testing.assert_close(compiled(x, w), torch.nn.functional.silu(x @ w.t()) * 2)
-    dumps = list(tmp_path.glob("graph*.inference-*.ir"))
+    dumps = list(tmp_path.glob("graph*.inference-*.dgir"))
     assert len(dumps) == 1 and "sym s0 in [2, inf] div 1" in dumps[0].read_text()
 
 

@@ -169,14 +169,15 @@ class CapiExecutable(Executable):
 
     kind = "capi"
 
-    def __init__(self, source: "bytes | str", target: str | None = None):
+    def __init__(self, source: "bytes | str", target: str | None = None,
+                 emit_dir: str | None = None):
+        """`emit_dir`: a folder for the core's IR after each pass and the generated source."""
         lib = load()
         self._lib = lib
         g = load_graph(source)
         try:
             opts = DgCompileOptions(target.encode() if target else None, None,
-                                    options().dump_dir.encode() if options().dump_dir else None,
-                                    None)
+                                    emit_dir.encode() if emit_dir else None, None)
             exe = _P()
             _check(lib.dg_compile(g, ctypes.byref(opts), ctypes.byref(exe)), "dg_compile")
         finally:

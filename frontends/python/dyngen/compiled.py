@@ -55,6 +55,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
     exported = export(gm, example_inputs, name=name)
     bump("exported_graphs")
     text = exported.text
-    dump(name, exported.key, text, exported.fb if options().dump_dir else None)
+    dump(name, text, exported.fb if options().dump_dir else None)
     log.debug("exported %s:\n%s", name, text)
     return CompiledGraph(exported, name)

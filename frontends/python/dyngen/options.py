@@ -9,7 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Options:
     log: str = ""            # DYNGEN_LOG: "", "info" or "debug"
-    dump_dir: str = ""       # DYNGEN_DUMP: folder for each exported graph's IR text
+    dump_dir: str = ""       # DYNGEN_DUMP: folder for each exported graph (graph.fb + IR text)
     lib_path: str = ""       # DYNGEN_LIB: path to libdyngen.so
     executor: str = ""       # DYNGEN_EXECUTOR: "reference", "capi", or "" (capi if it loads)
     target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("" lets the core choose)

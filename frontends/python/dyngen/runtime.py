@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import os
 import threading
 
 import torch
 
-from .stats import bump, set_executor
+from .stats import bump, dump_stem, set_executor
 from .errors import LaunchError
 from .ir import Graph
 from .options import log, options
@@ -122,8 +123,12 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
     if kind == "capi":
         from ._capi import CapiExecutable
         from .fb_writer import write_graph_fb
+        emit_dir = None
+        if options().dump_dir:  # the core's files for this graph, next to stats.dump's
+            text = text if text is not None else graph.to_text()
+            emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
         exe = CapiExecutable(fb if fb is not None else write_graph_fb(graph),
-                             target=options().target or None)
+                             target=options().target or None, emit_dir=emit_dir)
         log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
         return exe
     text = text if text is not None else graph.to_text()

@@ -6,6 +6,7 @@ live ThunderFX backend, so one dict tells whether anything recompiled.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import weakref
@@ -99,14 +100,20 @@ def reset_stats() -> None:
     runtime.reset_capi_stats()
 
 
-def dump(name: str, key: str, text: str, fb: bytes | None = None) -> None:
-    """DYNGEN_DUMP=DIR: writes the exported graph as DIR/<name>-<key[:12]>.fb (graph.fb, what the
-    core loads) and DIR/<name>-<key[:12]>.dgir (its IR text form, for reading)."""
+def dump_stem(name: str, text: str) -> str:
+    """`<name>-<first 12 hex digits of the text's sha256>`: the file names of one graph's dump."""
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def dump(name: str, text: str, fb: bytes | None = None) -> None:
+    """DYNGEN_DUMP=DIR: writes the exported graph as DIR/<stem>.fb (graph.fb, what the core loads)
+    and DIR/<stem>.dgir (its IR text form, for reading); the C executor has the core write its IR
+    after each pass and the generated source under DIR/<stem>/ (stem: dump_stem)."""
     d = options().dump_dir
     if not d:
         return
     os.makedirs(d, exist_ok=True)
-    base = os.path.join(d, f"{name}-{key[:12]}")
+    base = os.path.join(d, dump_stem(name, text))
     with open(base + ".dgir", "w") as f:
         f.write(text)
     if fb is not None:

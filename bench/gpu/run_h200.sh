@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# dyngen on the lent H200 machine: one prepared run, about 8 minutes, every phase under its own
+# timeout, everything written to $OUT (one merged JSON, h200.json, plus the log and plots).
+#
+# The machine (bench/gpu/README.md): Python 3.12 with torch 2.11.0+cu130, transformers 5.x,
+# huggingface_hub 1.x, tokenizers 0.23, accelerate, peft; no lightning-thunder; no network; nvcc
+# and NVRTC 13.0. The benchmark needs transformers 4.x (per-expert nn.Linear experts, the seed's
+# graphs), so these wheels travel in bench/gpu/wheels/ (bench/gpu/fetch_wheels.sh downloads them,
+# about 18 MB; untracked but not ignored, so the device tool copies them with the working tree):
+#     lightning-thunder 0.2.7.dev20260201   dill 0.4.1   looseversion 1.3.0   optree 0.20.0 (cp312)
+#     lightning-utilities 0.15.3            transformers 4.57.1   tokenizers 0.22.2 (abi3)
+#     huggingface-hub 0.36.2                peft 0.17.1
+# They go into a venv made with --system-site-packages (the machine's torch stays), installed with
+# --no-deps: everything else they need is already on the machine (check_wheels.py checks that).
+#
+# libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0), e.g.
+#     run(command="bash bench/gpu/run_h200.sh", carry=["build/libdyngen.so"], timeout_s=540)
+# Without it the script tries a CMake build there (needs FlatBuffers and range-v3, which the
+# machine's image may lack; set DYNGEN_DEPS_PREFIX to a carried prefix that has them). If neither
+# works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
+#
+# Phases and limits (seconds; override with the variables):
+#   setup      LIMIT_SETUP=60      venv + wheels + import check
+#   library    LIMIT_LIB=150       libdyngen.so: carried, or built
+#   numerics   LIMIT_NUMERICS=75   bench/gpu/check_numerics.py: dyngen vs eager, 22 token counts,
+#                                  the OLMoE/PhiMoE/DBRX expert graphs at published sizes, fwd+bwd
+#   bench      LIMIT_MODEL=85 each the seed's four commands with --fixed-num-hidden-layers 2,
+#                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,inductor,thunder,
+#                                  each under BACKEND_TIMEOUTS (in-process alarm)
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+OUT="${OUT:-$repo/results/h200}"
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/run.log") 2>&1
+
+LIMIT_SETUP="${LIMIT_SETUP:-60}"
+LIMIT_LIB="${LIMIT_LIB:-150}"
+LIMIT_NUMERICS="${LIMIT_NUMERICS:-75}"
+LIMIT_MODEL="${LIMIT_MODEL:-85}"
+MAX_STEPS="${MAX_STEPS:-4}"
+WARMUP="${WARMUP:-2}"
+SEQ="${SEQ:-4096}"
+BACKENDS="${BACKENDS:-eager,dyngen,inductor,thunder}"
+BACKEND_TIMEOUTS="${BACKEND_TIMEOUTS:-eager=12,dyngen=30,inductor=18,thunder=15}"
+DEVICE="${DEVICE:-cuda}"        # cpu and SCALE=tiny: a local dry run of this script
+SCALE="${SCALE:-full}"
+VENV="${VENV:-/tmp/dyngen-venv}"
+WORK="${WORK:-/tmp/dyngen-h200}"
+mkdir -p "$WORK"
+PHASES="$WORK/phases.tsv"
+: > "$PHASES"
+t_start=$(date +%s)
+
+phase() {  # phase NAME LIMIT COMMAND...: runs it under timeout, records rc and seconds
+  local name="$1" limit="$2"; shift 2
+  local t0 rc
+  t0=$(date +%s)
+  echo "=== phase $name (limit ${limit}s, at $(( t0 - t_start ))s)"
+  timeout --kill-after=10 "$limit" "$@"
+  rc=$?
+  [ "$rc" = 124 ] && echo "=== phase $name: TIMEOUT after ${limit}s"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$limit" >> "$PHASES"
+  echo "=== phase $name: rc=$rc in $(( $(date +%s) - t0 ))s"
+  return "$rc"
+}
+
+# ---- facts ---------------------------------------------------------------------------------------
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  python3 -c 'import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.is_available())' 2>&1
+  command -v nvcc && nvcc --version | tail -1
+  nproc
+} | tee "$WORK/facts.txt"
+
+# ---- setup: venv with the machine's torch, plus the carried wheels --------------------------------
+setup() {
+  set -e
+  ls bench/gpu/wheels/*.whl >/dev/null
+  python3 -m venv --system-site-packages "$VENV"
+  "$VENV/bin/python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    bench/gpu/wheels/*.whl
+  "$VENV/bin/python" - <<'EOF'
+import importlib.metadata as md
+import thunder, transformers, peft, torch  # noqa: F401
+from transformers import OlmoeForCausalLM, PhimoeForCausalLM, DbrxForCausalLM  # noqa: F401
+for n in ("torch", "lightning-thunder", "transformers", "peft", "tokenizers", "huggingface-hub",
+          "accelerate", "safetensors", "numpy", "optree"):
+    print(f"{n} {md.version(n)}")
+assert transformers.__version__ == "4.57.1", transformers.__version__
+EOF
+}
+export VENV WORK repo
+export -f setup
+PY=python3
+if [ -n "${USE_PY:-}" ]; then  # a local dry run: an existing environment, no wheels
+  PY="$USE_PY"
+  echo "=== phase setup skipped: USE_PY=$USE_PY"
+elif phase setup "$LIMIT_SETUP" bash -c setup; then
+  PY="$VENV/bin/python"
+else
+  echo "setup failed: the benchmark needs transformers 4.57 and thunder; the runs below will" >&2
+  echo "report what fails with the machine's own packages" >&2
+fi
+export PY
+
+# ---- libdyngen.so ----------------------------------------------------------------------------------
+export PYTHONPATH="$repo/frontends/python${PYTHONPATH:+:$PYTHONPATH}"
+export DYNGEN_CACHE_DIR="$WORK/dyngen-cache"
+nvrtc_dirs=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && nvrtc_dirs="$nvrtc_dirs$d:"
+done
+torch_nv="$("$PY" -c 'import os, nvidia; print(":".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null || true)"
+export LD_LIBRARY_PATH="${nvrtc_dirs}${torch_nv}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+library() {
+  set -e
+  if [ -f build/libdyngen.so ]; then
+    echo "using the carried build/libdyngen.so"
+    echo "$repo/build/libdyngen.so" > "$WORK/lib_path"
+  else
+    echo "no carried build/libdyngen.so: building with CMake"
+    local prefix=()
+    [ -n "${DYNGEN_DEPS_PREFIX:-}" ] && prefix=(-DCMAKE_PREFIX_PATH="$DYNGEN_DEPS_PREFIX")
+    cmake -S . -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDYNGEN_BUILD_TESTS=OFF \
+      -DDYNGEN_BUILD_BENCH=OFF -DDYNGEN_BUILD_FUZZ=OFF "${prefix[@]}"
+    cmake --build "$WORK/build" -j "$(nproc)"
+    find "$WORK/build" -name libdyngen.so | head -1 > "$WORK/lib_path"
+  fi
+  DYNGEN_LIB="$(cat "$WORK/lib_path")" DYNGEN_EXECUTOR=capi "$PY" -c '
+import dyngen, torch
+print("dyngen executor:", dyngen.executor_kind(), "| GPU:", torch.cuda.get_device_name(0))'
+}
+export -f library
+if phase library "$LIMIT_LIB" bash -c library; then
+  DYNGEN_LIB="$(cat "$WORK/lib_path")"
+  export DYNGEN_LIB
+  export DYNGEN_EXECUTOR=capi
+  EXECUTOR=capi
+else
+  echo "libdyngen.so unavailable: dyngen runs with its reference executor (PyTorch ops); its"
+  echo "step times then say nothing about the generated kernels"
+  export DYNGEN_EXECUTOR=reference
+  EXECUTOR=reference
+fi
+
+# ---- numerics on the GPU ---------------------------------------------------------------------------
+small=(); [ "$SCALE" = tiny ] && small=(--small --device "$DEVICE")
+phase numerics "$LIMIT_NUMERICS" env PYTHONUNBUFFERED=1 "$PY" bench/gpu/check_numerics.py \
+  "${small[@]}" --json "$WORK/numerics.json"
+
+# ---- the seed's four commands --------------------------------------------------------------------
+declare -A ATTN=([allenai/OLMoE-1B-7B-0924]=sdpa [microsoft/GRIN-MoE]=sdpa
+                 [microsoft/Phi-3.5-MoE-instruct]=eager [Undi95/dbrx-base]=eager)
+for model in allenai/OLMoE-1B-7B-0924 microsoft/Phi-3.5-MoE-instruct microsoft/GRIN-MoE \
+             Undi95/dbrx-base; do
+  short="$(basename "$model" | cut -d- -f1 | tr '[:upper:]' '[:lower:]')"
+  [ "$model" = microsoft/GRIN-MoE ] && short=grin
+  phase "bench-$short" "$LIMIT_MODEL" env PYTHONUNBUFFERED=1 "$PY" bench/moe_peft/benchmark_peft.py \
+    --model "$model" --trust-remote-code --attn-implementation "${ATTN[$model]}" \
+    --max-steps "$MAX_STEPS" --warmup-steps "$WARMUP" --mbs 1 --seq-length "$SEQ" \
+    --fixed-num-hidden-layers 2 --compile "$BACKENDS" --isolate none \
+    --backend-timeout "$BACKEND_TIMEOUTS" --device "$DEVICE" --scale "$SCALE" \
+    --json "$WORK/bench-$short.json" --plot "$OUT/steps-$short.png"
+done
+
+# ---- one JSON -------------------------------------------------------------------------------------
+"$PY" - "$WORK" "$OUT/h200.json" "$EXECUTOR" <<'EOF'
+import json, os, sys
+work, out, executor = sys.argv[1:4]
+def load(name):
+    p = os.path.join(work, name)
+    try:
+        return json.load(open(p))
+    except Exception as e:  # noqa: BLE001
+        return {"missing": f"{name}: {e}"}
+phases = [dict(zip(("phase", "rc", "seconds", "limit"), l.rstrip("\n").split("\t")))
+          for l in open(os.path.join(work, "phases.tsv"))]
+merged = {"facts": open(os.path.join(work, "facts.txt")).read(), "dyngen_executor": executor,
+          "phases": phases, "numerics": load("numerics.json"),
+          "bench": {f[6:-5]: load(f) for f in sorted(os.listdir(work))
+                    if f.startswith("bench-") and f.endswith(".json")}}
+json.dump(merged, open(out, "w"), indent=2, default=str)
+print(f"wrote {out}")
+for name, b in merged["bench"].items():
+    for kind, r in (b.get("backends") or {}).items():
+        s = r.get("summary") or {}
+        print(f"{name:8s} {kind:9s} {r.get('status'):7s} steady {s.get('steady_ms')} ms  "
+              f"after-warm-up events {s.get('compile_events_after_warmup')}  "
+              f"total {s.get('compile_events_total')}  {r.get('error', '')[:100]}")
+EOF
+echo "=== total $(( $(date +%s) - t_start ))s"

@@ -1,0 +1,241 @@
+"""graph.fb from Python (dyngen/fb_writer.py): the core loads the bytes the frontend writes and sees
+the same graph as from the text form (same canonical hash, same print); malformed bytes are a
+clear InvalidGraph error, never a crash."""
+import random
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import dyngen
+import dyngen.aot
+from conftest import REPO
+from dyngen import _capi, fb_writer, runtime
+from dyngen._fb.Graph import Graph as FbGraph
+from dyngen.fb_writer import write_graph_fb
+from dyngen.ir import GraphBuilder, SymList
+from dyngen.ops import DType
+from dyngen.options import options, set_options
+from dyngen.reference import ReferenceExecutable
+from dyngen.symbolic import NEG_INF, SymExpr, floordiv, mod, sym_max, sym_min
+from dyngen.text import parse_graph_text
+from helpers import Routed, build_expert, routed_inputs
+from test_ir import SEED as IR_SEED
+
+SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
+
+
+def _library():
+    try:
+        return _capi.load()
+    except dyngen.LibraryNotFound:
+        pytest.skip("libdyngen.so is not built")
+
+
+def expr_graph() -> str:
+    """Exercises every expression kind, bounded and unbounded facts, divisors, two symbols, a
+    symbolic-integer input holding a compound expression, and a -0.0 float attribute."""
+    b = GraphBuilder("exprs-1.test")
+    s0 = b.symbol("s0")                               # [2, inf] div 1
+    s1 = b.symbol("tok", lo=8, hi=4096, divisor=8)    # bounded, divisible by 8
+    s2 = b.symbol("d", lo=NEG_INF, hi=100)            # no lower bound (never a dim)
+    x = b.input(DType.BF16, [s0, s1])
+    b.sym_input(s0 * s1 - 3 * s2 + 7)
+    y = b.input(DType.F32, [sym_max(s0, s1), 16])
+    r = b.op("reshape", [x], {"shape": SymList([s0 * s1])})
+    sl = b.op("slice", [r], {"dim": 0, "start": SymList([SymExpr(1)]), "end": SymList([s0 * s1]),
+                             "step": 3})
+    f = b.op("full", [], {"dtype": DType.F32, "value": -0.0,
+                          "shape": SymList([mod(s0, 5) + 1, sym_min(s0, s1), floordiv(s1, 3)])})
+    c = b.op("constant", [], {"dtype": DType.F32, "value": 0.0})
+    z = b.op("mul", [y, c])
+    cat = b.op("cat", [sl, sl], {"dim": 0})
+    for v in (sl, f, z, cat):
+        b.output(v)
+    return b.finish().to_text()
+
+
+TEXTS = {"ir_seed": IR_SEED, "golden_seed": SEED_TEXT}
+
+
+@pytest.mark.parametrize("name", ["ir_seed", "golden_seed", "exprs"])
+def test_core_loads_python_fb_like_the_text(name):
+    _library()
+    text = TEXTS[name] if name in TEXTS else expr_graph()
+    fb = write_graph_fb(parse_graph_text(text))
+    printed, key = _capi.core_print(fb)
+    text_printed, text_key = _capi.core_print(text)
+    assert key == text_key
+    assert printed == text == text_printed
+
+
+def test_python_reads_back_what_it_wrote():
+    """The generated `_fb` code reads the bytes (no library needed)."""
+    g = parse_graph_text(expr_graph())
+    buf = write_graph_fb(g)
+    assert FbGraph.GraphBufferHasIdentifier(buf, 0)
+    root = FbGraph.GetRootAs(buf, 0)
+    assert root.Version() == fb_writer.SCHEMA_VERSION
+    assert root.Name().decode() == "exprs-1.test"
+    assert [root.Symbols(i).Name().decode() for i in range(root.SymbolsLength())] == [
+        "s0", "tok", "d"]
+    assert root.Symbols(2).LoUnbounded() and root.Symbols(1).Divisor() == 8
+    assert root.ValuesLength() == len(g.values) and root.NodesLength() == len(g.nodes)
+    assert [root.Inputs(i) for i in range(root.InputsLength())] == g.inputs
+    for i in range(root.ExprsLength()):  # operands only point backwards
+        e = root.Exprs(i)
+        assert all(e.Operands(k) < i for k in range(e.OperandsLength()))
+
+
+def test_schema_constants_match_the_core():
+    loader_h = (REPO / "ir" / "fb_loader.h").read_text()
+    fbs = (REPO / "ir" / "graph.fbs").read_text()
+    version = re.search(r"kGraphFbVersion = (\d+);", loader_h).group(1)
+    assert int(version) == fb_writer.SCHEMA_VERSION
+    assert re.search(r'file_identifier "(\w+)";', fbs).group(1).encode() == fb_writer.FILE_IDENTIFIER
+
+
+def test_writer_refuses_undeclared_symbols():
+    b = GraphBuilder("g")
+    x = b.input(DType.F32, [SymExpr.symbol("s9", 2)])  # never declared with b.symbol
+    b.output(b.op("neg", [x]))
+    with pytest.raises(fb_writer.FbWriteError, match="symbol s9 is used but not declared"):
+        write_graph_fb(b.finish())
+
+
+# ---- exported graphs: DYNGEN_DUMP writes graph.fb and the text; the core agrees on both ------
+
+@pytest.fixture
+def dump_dir(tmp_path):
+    saved = options()
+    set_options(dump_dir=str(tmp_path))
+    yield tmp_path
+    set_options(**saved.__dict__)
+
+
+def mixer(x, w, b, g):
+    """Broad op coverage: addmm, softmax (decomposed), where, tanh, sigmoid, mean, rsqrt, cat,
+    slices, exp/log, bmm, amax."""
+    h = F.linear(x, w, b)
+    a = torch.softmax(h.float(), dim=-1).to(x.dtype)
+    y = torch.where(h > 0, F.silu(h), torch.tanh(h) * 0.5) + torch.sigmoid(a) * g
+    y = y - y.mean(dim=-1, keepdim=True)
+    y = y * torch.rsqrt(y.square().mean(-1, keepdim=True) + 1e-5)
+    z = torch.cat([y[:, :3], y[:, 3:].exp().log()], dim=1)
+    att = (z.unsqueeze(0) @ z.unsqueeze(0).transpose(1, 2)).squeeze(0)
+    return z.relu() + att.amax(-1, keepdim=True) / 4
+
+
+def moe_tail(expert):
+    """The MoE block's gather/scatter around an expert (x[None, top_x], w[top_x, idx, None],
+    index_add_)."""
+    def f(x, w, top_x, idx):
+        cur = x[None, top_x].reshape(-1, x.shape[-1])
+        y = expert(cur) * w[top_x, idx, None]
+        out = torch.zeros_like(x)
+        out.index_add_(0, top_x, y.to(x.dtype))
+        return out
+    return f
+
+
+def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
+    """The seed (routed LoRA expert, forward and backward), the MoE gather/scatter (forward and
+    backward) and a broad op mix: for each exported graph the dumped graph.fb loads in the core
+    with the text form's hash, and the core prints it back as the frontend's text. (The graphs
+    run on the reference executor here: this is about the format, not about compiling.)"""
+    _library()
+    monkeypatch.setattr(runtime, "compile_ir",
+                        lambda graph, name="graph", text=None, fb=None:
+                        ReferenceExecutable(text or graph.to_text()))
+    torch.manual_seed(0)
+    expert = build_expert(64, 32, 4, 8)
+    seed = torch.compile(Routed(expert), backend=dyngen.aot.backend, dynamic=True)
+    for step, n in enumerate((5, 9)):
+        x, mask = routed_inputs(40, n, 64, seed=step)
+        seed(x, mask).float().sum().backward()
+    tail = torch.compile(moe_tail(expert), backend=dyngen.aot.backend, dynamic=True)
+    w = torch.rand(20, 2).bfloat16().requires_grad_(True)
+    for n in (3, 7):
+        x = torch.randn(20, 64).bfloat16().requires_grad_(True)
+        tail(x, w, torch.randperm(20)[:n], torch.randint(0, 2, (n,))).float().sum().backward()
+    mix = torch.compile(mixer, backend=dyngen.aot.backend, dynamic=True)
+    params = [torch.randn(12, 8, requires_grad=True), torch.randn(12, requires_grad=True),
+              torch.randn(12, requires_grad=True)]
+    mix(torch.randn(5, 8, requires_grad=True), *params).sum().backward()
+
+    texts = sorted(dump_dir.glob("*.dgir"))
+    names = [p.name.rsplit("-", 1)[0] for p in texts]
+    assert sum(n.endswith(".forward") for n in names) == 3, names
+    assert sum(n.endswith(".backward") for n in names) == 3, names
+    joined = "".join(p.read_text() for p in texts)
+    for op in ("index_select", "index_add", "linear", "silu_backward", "cat", "amax", "where"):
+        assert f"= {op}(" in joined, op
+    for path in texts:
+        text = path.read_text()
+        fb = path.with_suffix(".fb").read_bytes()
+        printed, key = _capi.core_print(fb)
+        assert printed == text, path.name
+        assert key == _capi.core_print(text)[1], path.name
+
+
+# ---- malformed bytes: InvalidGraph with the core's message ---------------------------------
+
+def test_malformed_bytes_are_a_clear_error():
+    _library()
+    good = write_graph_fb(parse_graph_text(SEED_TEXT))
+    cases = {
+        b"": "empty file",
+        b"not a graph at all": "no \"DGIR\" file identifier",
+        good[:len(good) // 2]: "corrupt or truncated",
+        good[:4] + b"XXXX" + good[8:]: "no \"DGIR\" file identifier",
+    }
+    for data, msg in cases.items():
+        with pytest.raises(dyngen.InvalidGraph, match=re.escape(msg)):
+            _capi.core_print(data)
+    with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load: .*truncated"):
+        _capi.CapiExecutable(good[:-9])
+    with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load_text"):
+        _capi.CapiExecutable("graph @x\noutput %7\n")
+    with pytest.raises(TypeError):
+        _capi.load_graph(42)
+
+
+def test_semantically_invalid_fb_is_refused(monkeypatch):
+    _library()
+    g = parse_graph_text(SEED_TEXT)
+    g.values[g.nodes[0].output].type = g.values[g.inputs[0]].type  # wrong result type
+    with pytest.raises(dyngen.InvalidGraph, match="invalid graph"):
+        _capi.core_print(write_graph_fb(g))
+    g = parse_graph_text(SEED_TEXT)
+    g.nodes[0].inputs[0] = 999  # a value id out of range
+    with pytest.raises(dyngen.InvalidGraph, match="out of range"):
+        _capi.core_print(write_graph_fb(g))
+    monkeypatch.setattr(fb_writer, "SCHEMA_VERSION", 99)  # a newer writer than this core
+    with pytest.raises(dyngen.InvalidGraph, match="schema version 99"):
+        _capi.core_print(write_graph_fb(parse_graph_text(SEED_TEXT)))
+
+
+def test_mutated_bytes_never_crash():
+    """Random byte flips, truncations and splices of a valid graph.fb: each one loads (and then
+    prints and hashes) or is refused with InvalidGraph."""
+    _library()
+    good = write_graph_fb(parse_graph_text(expr_graph()))
+    rng = random.Random(1234)
+    refused = 0
+    for _ in range(400):
+        data = bytearray(good)
+        kind = rng.randrange(3)
+        if kind == 0:
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif kind == 1:
+            data = data[:rng.randrange(len(data))]
+        else:
+            i, j = sorted(rng.randrange(len(data)) for _ in range(2))
+            data[i:j] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 16)))
+        try:
+            _capi.core_print(bytes(data))
+        except dyngen.InvalidGraph:
+            refused += 1
+    assert refused > 100
