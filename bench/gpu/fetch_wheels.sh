@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads the wheels that bench/gpu/run_h200.sh installs on the H200 machine (which has no
-# network) into bench/gpu/wheels/. They are untracked but not ignored, so the device tool copies
-# them with the working tree. Run here, on a machine that reaches PyPI:
+# network) into bench/gpu/wheels/. The folder is git-ignored (never committed), so the device call
+# names it in `carry` (bench/gpu/README.md). Run here, on a machine that reaches PyPI:
 #     bash bench/gpu/fetch_wheels.sh
 # The list (and why each is needed) is in bench/gpu/README.md; keep it in sync with WHEELS below
 # and with run_h200.sh's header.

@@ -6,15 +6,18 @@
 # huggingface_hub 1.x, tokenizers 0.23, accelerate, peft; no lightning-thunder; no network; nvcc
 # and NVRTC 13.0. The benchmark needs transformers 4.x (per-expert nn.Linear experts, the seed's
 # graphs), so these wheels travel in bench/gpu/wheels/ (bench/gpu/fetch_wheels.sh downloads them,
-# about 18 MB; untracked but not ignored, so the device tool copies them with the working tree):
+# about 18 MB; the folder is git-ignored, so the device call must carry it):
 #     lightning-thunder 0.2.7.dev20260201   dill 0.4.1   looseversion 1.3.0   optree 0.20.0 (cp312)
 #     lightning-utilities 0.15.3            transformers 4.57.1   tokenizers 0.22.2 (abi3)
 #     huggingface-hub 0.36.2                peft 0.17.1
 # They go into a venv made with --system-site-packages (the machine's torch stays), installed with
 # --no-deps: everything else they need is already on the machine (check_wheels.py checks that).
 #
-# libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0), e.g.
-#     run(command="bash bench/gpu/run_h200.sh", carry=["build/libdyngen.so"], timeout_s=540)
+# libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0):
+#     run(command="bash bench/gpu/run_h200.sh", carry=["bench/gpu/wheels", "build/libdyngen.so"],
+#         timeout_s=540)
+# The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package, which
+# the machine's image has (the setup phase checks it).
 # Without it the script tries a CMake build there (needs FlatBuffers and range-v3, which the
 # machine's image may lack; set DYNGEN_DEPS_PREFIX to a carried prefix that has them). If neither
 # works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
@@ -83,10 +86,10 @@ setup() {
     bench/gpu/wheels/*.whl
   "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as md
-import thunder, transformers, peft, torch  # noqa: F401
+import thunder, transformers, peft, torch, flatbuffers  # noqa: F401
 from transformers import OlmoeForCausalLM, PhimoeForCausalLM, DbrxForCausalLM  # noqa: F401
 for n in ("torch", "lightning-thunder", "transformers", "peft", "tokenizers", "huggingface-hub",
-          "accelerate", "safetensors", "numpy", "optree"):
+          "accelerate", "safetensors", "numpy", "optree", "flatbuffers", "mpmath", "networkx"):
     print(f"{n} {md.version(n)}")
 assert transformers.__version__ == "4.57.1", transformers.__version__
 EOF
@@ -130,7 +133,8 @@ library() {
   fi
   DYNGEN_LIB="$(cat "$WORK/lib_path")" DYNGEN_EXECUTOR=capi "$PY" -c '
 import dyngen, torch
-print("dyngen executor:", dyngen.executor_kind(), "| GPU:", torch.cuda.get_device_name(0))'
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+print("dyngen executor:", dyngen.executor_kind(), "| GPU:", gpu)'
 }
 export -f library
 if phase library "$LIMIT_LIB" bash -c library; then

@@ -321,6 +321,9 @@ def run_backend(args, kind: str) -> dict:
             with contextlib.suppress(Exception):
                 import metrics as m
                 result["events_at_stop"] = m.delta(probe.snapshot(), start)
+        if kind == "dyngen" and "dyngen" in sys.modules:
+            with contextlib.suppress(Exception):
+                result["dyngen_stats"] = sys.modules["dyngen"].stats()
         result["traceback"] = traceback.format_exc()[-4000:]
         _say(args, kind, f"FAILED: {result['error']}")
         if result["steps"]:

@@ -16,6 +16,12 @@ import torch  # noqa: E402
 torch.set_num_threads(2)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: minutes-long checks (the issue's full-size 30-token-count loop, the "
+        "second-process disk cache); they run by default, `-m 'not slow'` skips them")
+
+
 @pytest.fixture
 def fresh():
     """Resets Dynamo's caches (including automatic-dynamic state) and dyngen's counters."""

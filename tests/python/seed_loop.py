@@ -31,8 +31,9 @@ def main() -> None:
     ap.add_argument("--ffn", type=int, default=32)
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--check", action="store_true", help="compare with eager")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads")
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
 
     import thunder
     import dyngen

@@ -93,7 +93,8 @@ def test_schema_constants_match_the_core():
     fbs = (REPO / "ir" / "graph.fbs").read_text()
     version = re.search(r"kGraphFbVersion = (\d+);", loader_h).group(1)
     assert int(version) == fb_writer.SCHEMA_VERSION
-    assert re.search(r'file_identifier "(\w+)";', fbs).group(1).encode() == fb_writer.FILE_IDENTIFIER
+    identifier = re.search(r'file_identifier "(\w+)";', fbs).group(1)
+    assert identifier.encode() == fb_writer.FILE_IDENTIFIER
 
 
 def test_writer_refuses_undeclared_symbols():

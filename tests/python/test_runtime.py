@@ -49,6 +49,11 @@ def test_ctypes_binding_matches_dyngen_h():
     stats = re.search(r"typedef struct dg_stats \{(.*?)\} dg_stats;", header, re.S).group(1)
     assert re.findall(r"int64_t (\w+);", stats) == [f for f, _ in _capi.DgStats._fields_]
     assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 + 4
+    assert _capi._DG_TENSOR.size == ctypes.sizeof(_capi.DgTensor)  # Note [Packing dg_tensor ...]
+    t = _capi._to_dg(torch.zeros(3, 5, dtype=torch.bfloat16))
+    assert (t.rank, t.dtype, list(t.shape)) == (2, 1, [3, 5, 0, 0, 0, 0, 0, 0])
+    s = _capi._to_dg(7)
+    assert (s.data, s.rank, s.shape[0]) == (None, -1, 7)
     assert re.search(r"#define DG_MAX_RANK (\d+)", header).group(1) == str(_capi.DG_MAX_RANK)
 
 
@@ -128,6 +133,13 @@ def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
         torch.testing.assert_close(compiled(x, w), torch.nn.functional.silu(x @ w.t()) * 2)
     dumps = list(tmp_path.glob("graph*.inference-*.dgir"))
     assert len(dumps) == 1 and "sym s0 in [2, inf] div 1" in dumps[0].read_text()
+    fb = dumps[0].with_suffix(".fb")  # graph.fb next to the text: the bytes the core loads
+    assert fb.read_bytes()[4:8] == b"DGIR"
+    if dyngen.executor_kind() == "capi":
+        assert _capi.core_print(fb.read_bytes())[0] == dumps[0].read_text()
+        passes = dumps[0].with_suffix("")  # the core's IR after each pass, for this graph only
+        first = (passes / "0_input.dgir").read_text()
+        assert first.split("\n", 1)[1] == dumps[0].read_text().split("\n", 1)[1]  # (unnamed)
 
 
 def test_core_prints_the_frontend_text_back():
@@ -140,3 +152,24 @@ def test_core_prints_the_frontend_text_back():
     for text in (SEED_TEXT, IR_SEED):
         printed, key = _capi.core_print(text)
         assert printed == text and len(key) == 64
+
+
+def test_capi_dry_run_does_everything_but_launch():
+    """run(dry_run=True): the call path without launching (bench/python/host_overhead.py)."""
+    if dyngen.executor_kind() != "capi":
+        pytest.skip("libdyngen.so is not built")
+    exe = dyngen.compile_text(SEED_TEXT, "seed")
+    before = _capi.get_stats()["launches"]
+    for n in (2, 9):
+        outs = exe.run(_seed_inputs(n), dry_run=True)
+        assert [(tuple(o.shape), o.dtype) for o in outs] == [((n, 2048), torch.bfloat16)]
+    assert _capi.get_stats()["launches"] == before
+    ins = _seed_inputs(4)
+    ins[1] = 5  # the sym input disagrees with x's rows: checked as in a real launch
+    with pytest.raises(dyngen.LaunchError):
+        exe.run(ins, dry_run=True)
+    ins = _seed_inputs(3)
+    ins[0] = ins[0].float()  # a wrong dtype
+    with pytest.raises(dyngen.LaunchError):
+        exe.run(ins, dry_run=True)
+    assert _capi.get_stats()["launches"] == before

@@ -8,6 +8,7 @@ Graphs reach the core as graph.fb bytes (fb_writer.py, `dg_graph_load`); the IR 
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 from pathlib import Path
 
@@ -127,21 +128,40 @@ def reset_stats() -> None:
     load().dg_reset_stats()
 
 
+# Note [Packing dg_tensor arguments]
+# A call converts every input to a dg_tensor. Building ctypes Structures field by field costs
+# microseconds per tensor; one precompiled struct.Struct packs a whole dg_tensor (data pointer,
+# eight int64 dims, rank, dtype) into a bytearray that a DgTensor array then views. Outputs are
+# read back the same way. test_ctypes_binding_matches_dyngen_h checks the layout.
+_DG_TENSOR = struct.Struct(f"@P{DG_MAX_RANK}qii")
+_ZEROS = (0,) * DG_MAX_RANK
+_DTYPE_CODE = {d.torch: d.value for d in DType}
+_TORCH_DTYPE = {d.value: d.torch for d in DType}
+
+
+def _pack_inputs(inputs) -> ctypes.Array:
+    """Note [Packing dg_tensor arguments]: the inputs as a DgTensor array."""
+    size = _DG_TENSOR.size
+    buf = bytearray(size * max(1, len(inputs)))
+    pack = _DG_TENSOR.pack_into
+    for k, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            shape = x.shape
+            rank = len(shape)
+            code = _DTYPE_CODE.get(x.dtype)
+            if code is None:
+                raise LaunchError(f"input {k}: dtype {x.dtype} is not supported")
+            if rank > DG_MAX_RANK:
+                raise LaunchError(f"input {k}: rank {rank} is above {DG_MAX_RANK}")
+            pack(buf, k * size, x.data_ptr(), *shape, *_ZEROS[rank:], rank, code)
+        else:  # a symbolic-integer argument
+            pack(buf, k * size, 0, int(x), *_ZEROS[1:], -1, 0)
+    return (DgTensor * max(1, len(inputs))).from_buffer(buf)
+
+
 def _to_dg(x) -> DgTensor:
-    t = DgTensor()
-    if isinstance(x, torch.Tensor):
-        if x.dim() > DG_MAX_RANK:
-            raise LaunchError(f"rank {x.dim()} is above {DG_MAX_RANK}")
-        dt = DType.from_torch(x.dtype)
-        if dt is None:
-            raise LaunchError(f"dtype {x.dtype} is not supported")
-        t.data, t.rank, t.dtype = x.data_ptr(), x.dim(), dt.value
-        for i, n in enumerate(x.shape):
-            t.shape[i] = n
-    else:  # a symbolic-integer argument
-        t.data, t.rank, t.dtype = None, -1, 0
-        t.shape[0] = int(x)
-    return t
+    """One argument as a DgTensor (tests and tools; calls use _pack_inputs)."""
+    return _pack_inputs([x])[0]
 
 
 def load_graph(source: "bytes | str"):
@@ -198,44 +218,50 @@ class CapiExecutable(Executable):
             self._exe = None
 
     def _prepare(self, inputs):
+        """Packs the inputs, runs dg_prepare; returns (inputs, outputs as DgTensor arrays, the
+        outputs' (shape, dtype code) and the workspace bytes)."""
         if len(inputs) != self.num_inputs:
             raise LaunchError(f"expected {self.num_inputs} inputs, got {len(inputs)}")
-        ins = (DgTensor * max(1, len(inputs)))(*[_to_dg(x) for x in inputs])
-        outs = (DgTensor * max(1, self.num_outputs))()
+        ins = _pack_inputs(inputs)
+        nout = self.num_outputs
+        out_buf = bytearray(_DG_TENSOR.size * max(1, nout))
+        outs = (DgTensor * max(1, nout)).from_buffer(out_buf)
         ws = ctypes.c_size_t()
-        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, self.num_outputs,
-                                    ctypes.byref(ws)), "dg_prepare")
-        return ins, outs, ws.value
+        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, nout, ctypes.byref(ws)),
+               "dg_prepare")
+        specs = []
+        for k in range(nout):
+            f = _DG_TENSOR.unpack_from(out_buf, k * _DG_TENSOR.size)
+            rank = f[-2]
+            specs.append((f[1:1 + rank], f[-1]))
+        return ins, outs, out_buf, specs, ws.value
 
     def prepare(self, inputs):
-        _, outs, _ = self._prepare(inputs)
-        return [(tuple(o.shape[i] for i in range(o.rank)), DType(o.dtype).torch)
-                for o in outs[:self.num_outputs]]
+        _, _, _, specs, _ = self._prepare(inputs)
+        return [(tuple(shape), _TORCH_DTYPE[code]) for shape, code in specs]
 
     def run(self, inputs, *, dry_run: bool = False):
         """Computes the outputs. dry_run=True does the whole call path (argument conversion,
         dg_prepare, output and workspace allocation) but calls dg_launch_dry_run, which binds
         the symbols, runs the shape program and packs the kernel arguments without launching:
         the outputs come back uninitialized (for measuring host overhead)."""
-        ins, outs, ws_bytes = self._prepare(inputs)
+        ins, outs, out_buf, specs, ws_bytes = self._prepare(inputs)
         device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
                       torch.device("cpu"))
         results = []
-        for k in range(self.num_outputs):
-            o = outs[k]
-            r = torch.empty([o.shape[i] for i in range(o.rank)], dtype=DType(o.dtype).torch,
-                            device=device)
-            o.data = r.data_ptr()
+        for k, (shape, code) in enumerate(specs):
+            r = torch.empty(shape, dtype=_TORCH_DTYPE[code], device=device)
+            struct.pack_into("@P", out_buf, k * _DG_TENSOR.size, r.data_ptr())
             results.append(r)
         ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) if ws_bytes else None
         ws_ptr = ws.data_ptr() if ws is not None else None
+        n_in, lib = len(inputs), self._lib
         if dry_run:
-            _check(self._lib.dg_launch_dry_run(self._exe, ins, len(inputs), outs,
-                                               self.num_outputs, ws_ptr), "dg_launch_dry_run")
+            _check(lib.dg_launch_dry_run(self._exe, ins, n_in, outs, len(specs), ws_ptr),
+                   "dg_launch_dry_run")
             return results
         stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-        _check(self._lib.dg_launch(self._exe, ins, len(inputs), outs, self.num_outputs, ws_ptr,
-                                   stream), "dg_launch")
+        _check(lib.dg_launch(self._exe, ins, n_in, outs, len(specs), ws_ptr, stream), "dg_launch")
         return results
 
 
