@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# The main job. Until the MoE benchmark lands: the seed's expert MLP (OLMoE, LoRA on gate/up/down)
-# compiled once and run for many token counts under host emulation, each run a new process that
-# finds the kernels in the disk cache, each checked against the reference evaluator.
+# The main job: the seed's MoE LoRA fine-tuning benchmark (OLMoE architecture at a CPU-sized
+# "tiny" scale), eager vs stock ThunderFX vs ThunderFX with dyngen, one after another in one
+# invocation; prints step times, ratios against eager and every compile event side by side, and
+# writes results/moe_peft/olmoe-tiny.{json,png}. Extra arguments go to the benchmark, e.g.
+#   bash scripts/demo.sh --compile all            (adds Inductor)
+#   bash scripts/demo.sh --model microsoft/Phi-3.5-MoE-instruct
+# On CPU, dyngen's kernels run under host emulation: its compile counts are the point there, its
+# step times are an emulator's.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash scripts/setup.sh
-export DYNGEN_CACHE_DIR="${DYNGEN_CACHE_DIR:-$repo/build/demo-cache}"
-graph=tests/fixtures/seed_expert_mlp.dgir
-echo "== compile (first process): expect a cache miss and 1 compile"
-build/dyngen compile "$graph" --arch host
-for s in 2 17 129 500; do
-  echo "== run s77=$s in a new process (kernels come from the disk cache)"
-  build/dyngen run "$graph" --bind "s77=$s"
-done
-echo "== compile again (new process): expect a disk hit and 0 compiles"
-build/dyngen compile "$graph" --arch host
+mkdir -p results/moe_peft
+exec .venv/bin/python bench/moe_peft/benchmark_peft.py \
+  --model allenai/OLMoE-1B-7B-0924 --scale tiny --compile eager,thunder,dyngen \
+  --max-steps 10 --warmup-steps 2 --mbs 1 --seq-length 128 \
+  --json results/moe_peft/olmoe-tiny.json --plot results/moe_peft/olmoe-tiny.png "$@"

@@ -8,6 +8,6 @@ bash scripts/setup.sh
 # as they expect; the user's cache is left alone.
 export DYNGEN_CACHE_DIR="${DYNGEN_TEST_CACHE_DIR:-$repo/build/test-cache}"
 ctest --test-dir build -j "${DYNGEN_JOBS:-$(nproc)}" --output-on-failure
-if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ] && [ -d tests/python ]; then
-  .venv/bin/python -m pytest tests/python -q
+if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ]; then
+  .venv/bin/python -m pytest tests/python tests/bench -q
 fi
