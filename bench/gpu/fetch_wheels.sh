@@ -25,6 +25,7 @@ WHEELS=(
   tokenizers==0.22.2                     # transformers 4.57.1 needs >=0.22,<=0.23.0 (machine: 0.23.2)
   huggingface-hub==0.36.2                # transformers 4.57.1 needs <1.0 (machine: 1.x)
   peft==0.17.1                           # LoRA casting the input to fp32 as in the seed
+  flatbuffers==2.0.7                     # the frontend writes graph.fb (dyngen/fb_writer.py)
 )
 
 mkdir -p "$dest"

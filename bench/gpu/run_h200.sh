@@ -16,8 +16,8 @@
 # libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0):
 #     run(command="bash bench/gpu/run_h200.sh", carry=["bench/gpu/wheels", "build/libdyngen.so"],
 #         timeout_s=540)
-# The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package, which
-# the machine's image has (the setup phase checks it).
+# The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package; its
+# wheel is among the carried ones (fetch_wheels.sh).
 # Without it the script tries a CMake build there (needs FlatBuffers and range-v3, which the
 # machine's image may lack; set DYNGEN_DEPS_PREFIX to a carried prefix that has them). If neither
 # works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
