@@ -53,3 +53,15 @@ def check_lora_grads(model, eager):
     assert len(lora) == 6 and set(got) == set(want)  # A and B of gate, up, down
     for k in lora:
         assert_close_bf16(got[k], want[k], k)
+
+
+def moe_tail(expert):
+    """The MoE block's gather/scatter around an expert (x[None, top_x], w[top_x, idx, None],
+    index_add_)."""
+    def f(x, w, top_x, idx):
+        cur = x[None, top_x].reshape(-1, x.shape[-1])
+        y = expert(cur) * w[top_x, idx, None]
+        out = torch.zeros_like(x)
+        out.index_add_(0, top_x, y.to(x.dtype))
+        return out
+    return f

@@ -8,7 +8,7 @@ import torch
 
 import dyngen
 from dyngen.thunderfx import is_dynamic
-from helpers import assert_close_bf16, build_expert
+from helpers import assert_close_bf16, build_expert, moe_tail
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -79,15 +79,8 @@ def test_fidelity_seed_and_moe_indexing(fresh):
     torch.manual_seed(0)
     expert = build_expert(64, 32, 4, 8)
 
-    def moe_tail(x, w, top_x, idx):
-        cur = x[None, top_x].reshape(-1, x.shape[-1])
-        y = expert(cur) * w[top_x, idx, None]
-        out = torch.zeros_like(x)
-        out.index_add_(0, top_x, y.to(x.dtype))
-        return out
-
     checked = []  # automatic dynamic: the first call is static, then n is symbolic
-    c = torch.compile(moe_tail, backend=_shadow(checked))
+    c = torch.compile(moe_tail(expert), backend=_shadow(checked))
     x = torch.randn(20, 64).bfloat16()
     w = torch.rand(20, 2).bfloat16()
     for n in (3, 7, 11, 20):

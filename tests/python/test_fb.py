@@ -20,7 +20,7 @@ from dyngen.options import options, set_options
 from dyngen.reference import ReferenceExecutable
 from dyngen.symbolic import NEG_INF, SymExpr, floordiv, mod, sym_max, sym_min
 from dyngen.text import parse_graph_text
-from helpers import Routed, build_expert, routed_inputs
+from helpers import Routed, build_expert, moe_tail, routed_inputs
 from test_ir import SEED as IR_SEED
 
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
@@ -126,18 +126,6 @@ def mixer(x, w, b, g):
     z = torch.cat([y[:, :3], y[:, 3:].exp().log()], dim=1)
     att = (z.unsqueeze(0) @ z.unsqueeze(0).transpose(1, 2)).squeeze(0)
     return z.relu() + att.amax(-1, keepdim=True) / 4
-
-
-def moe_tail(expert):
-    """The MoE block's gather/scatter around an expert (x[None, top_x], w[top_x, idx, None],
-    index_add_)."""
-    def f(x, w, top_x, idx):
-        cur = x[None, top_x].reshape(-1, x.shape[-1])
-        y = expert(cur) * w[top_x, idx, None]
-        out = torch.zeros_like(x)
-        out.index_add_(0, top_x, y.to(x.dtype))
-        return out
-    return f
 
 
 def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):

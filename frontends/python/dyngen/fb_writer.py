@@ -101,20 +101,21 @@ class _ExprTable:
         return i
 
 
-def _uints(b: flatbuffers.Builder, xs) -> int:
+def _scalars(b: flatbuffers.Builder, xs, width: int, prepend) -> int:
+    """A vector of `width`-byte scalars; `prepend` is the builder's Prepend* for their type."""
     xs = list(xs)
-    b.StartVector(4, len(xs), 4)
+    b.StartVector(width, len(xs), width)
     for x in reversed(xs):
-        b.PrependUint32(x)
+        prepend(x)
     return b.EndVector()
+
+
+def _uints(b: flatbuffers.Builder, xs) -> int:
+    return _scalars(b, xs, 4, b.PrependUint32)
 
 
 def _longs(b: flatbuffers.Builder, xs) -> int:
-    xs = list(xs)
-    b.StartVector(8, len(xs), 8)
-    for x in reversed(xs):
-        b.PrependInt64(x)
-    return b.EndVector()
+    return _scalars(b, xs, 8, b.PrependInt64)
 
 
 def _offsets(b: flatbuffers.Builder, offs: list[int]) -> int:
