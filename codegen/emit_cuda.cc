@@ -46,8 +46,10 @@ KernelPlan emit_cuda(const Graph& g) {
     else ctx.set_buffer(v, {BufferRef::kOutput, static_cast<int>(j)});
   }
 
-  for (const Node& node : g.nodes) {
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
     if (inlined_constant(g, node)) continue;
+    ctx.set_current_node(static_cast<int>(n));
     const TensorType& t = g.tensor(node.output);
     if (!ctx.has_buffer(node.output))
       ctx.set_buffer(node.output,
@@ -70,6 +72,7 @@ KernelPlan emit_cuda(const Graph& g) {
       throw UnsupportedError(e.what());
     }
   }
+  ctx.set_current_node(-1);
   for (size_t j = 0; j < g.outputs.size(); ++j) {
     if (!needs_copy[j]) continue;
     const TensorType& t = g.tensor(g.outputs[j]);
