@@ -88,7 +88,10 @@ void emit_matmul_node(LoweringContext& ctx, const Node& node) {
   launch.summary = "%" + std::to_string(node.output) + " = " + std::string(op_name(node.op)) +
                    " M=" + M.to_string() + " N=" + N.to_string() + " K=" + K.to_string() +
                    (out_batch.empty() ? "" : " batch=" + batch.to_string());
-  launch.grid = {ceildiv(N, SymExpr(64)), ceildiv(M, SymExpr(64)), batch};
+  // Note [Grid limits]: M (the token count) is unbounded, so its tiles go on gridDim.x (2^31-1
+  // blocks); N is a weight dim, on gridDim.y (65,535 tiles); batches beyond gridDim.z's 65,535
+  // are looped over inside the kernel.
+  launch.grid = {ceildiv(M, SymExpr(64)), ceildiv(N, SymExpr(64)), min(batch, SymExpr(65535))};
   launch.block = {256, 1, 1};
   launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0]),
                     ctx.buffer_of(node.inputs[1])};
@@ -96,7 +99,7 @@ void emit_matmul_node(LoweringContext& ctx, const Node& node) {
 
   std::string batch_code = "  long long a_base = 0, b_base = 0;\n";
   if (!out_batch.empty()) {
-    batch_code += "  {\n" + unravel(out_batch, "(long long)blockIdx.z");
+    batch_code += "  {\n" + unravel(out_batch, "bz");
     batch_code += "    a_base = " + offset_expr(A.batch_strides) + ";\n";
     batch_code += "    b_base = " + offset_expr(B.batch_strides) + ";\n  }\n";
   }
@@ -107,10 +110,11 @@ void emit_matmul_node(LoweringContext& ctx, const Node& node) {
       ") {\n"
       "  const long long M = " + c_expr(M) + ", N = " + c_expr(N) + ", K = " + c_expr(K) + ";\n"
       "  __shared__ " + acc + " As[16][64 + 1];\n"
-      "  __shared__ " + acc + " Bs[16][64 + 1];\n" +
+      "  __shared__ " + acc + " Bs[16][64 + 1];\n"
+      "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n" +
       batch_code +
-      "  const long long c_base = (long long)blockIdx.z * M * N;\n"
-      "  const long long m0 = (long long)blockIdx.y * 64, n0 = (long long)blockIdx.x * 64;\n"
+      "  const long long c_base = bz * M * N;\n"
+      "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
       "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n"
       "  " + acc + " c[4][4];\n"
       "  for (int i = 0; i < 4; ++i)\n"
@@ -137,6 +141,7 @@ void emit_matmul_node(LoweringContext& ctx, const Node& node) {
       (has_bias ? "      v += dg_convert<" + acc + ">(bias[n]);\n" : std::string()) +
       "      out[c_base + m * N + n] = dg_convert<" + t + ">(v);\n"
       "    }\n"
+      "  }\n"
       "  }\n"
       "}\n";
   ctx.add_kernel(std::move(launch), src);

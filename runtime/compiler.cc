@@ -51,8 +51,16 @@ ExecutableCache& executables() {
 }
 
 const std::string& host_compiler_identity() {
-  static const std::string id = emu::EmuModule::compiler_identity();
+  static const std::string id = emu::EmuModule::compiler_identity() + " +source-sha";
   return id;
+}
+
+// A host module names the generated source it was built from (its sha256), so that a loaded
+// module can be matched with the same source's PTX: what the driver double does (Note [How the
+// double runs a kernel] in tests/driver_double/driver_double.cc), and a debugger can too.
+std::string host_source(const std::string& source, const std::string& source_sha) {
+  return source + "\nextern \"C\" __attribute__((visibility(\"default\"))) const char " +
+         "dg_emu_source_sha256[] = \"" + source_sha + "\";\n";
 }
 
 const std::string& device_headers_digest() {
@@ -92,7 +100,19 @@ void drop_unused_symbols(Graph& g) {
 struct ResolvedTarget {
   std::string name;  // "host" or an sm_XX arch
   bool runnable;     // a device here can run it
+  int device = 0;    // the CUDA device it is loaded into at compile time
 };
+
+// The first device at or after `preferred` (wrapping) whose capability runs `arch`, or -1.
+int device_for(const CudaDriver& driver, const std::string& arch, int preferred) {
+  int n = driver.device_count();
+  for (int k = 0; k < n; ++k) {
+    int d = (preferred + k) % n;
+    Result<int> cc = driver.compute_capability(d);
+    if (cc.ok() && arch_runs_on(arch, cc.value())) return d;
+  }
+  return -1;
+}
 
 Result<ResolvedTarget> resolve_target(const std::string& requested) {
   CudaDriver& driver = CudaDriver::instance();
@@ -101,15 +121,54 @@ Result<ResolvedTarget> resolve_target(const std::string& requested) {
     if (driver.available()) return ResolvedTarget{driver.default_arch(), true};
     return ResolvedTarget{"host", true};
   }
-  if (requested == "cuda") {
+  if (requested == "cuda" || requested.rfind("cuda:", 0) == 0) {
+    int device = 0;
+    if (requested.size() > 5) {
+      std::string n = requested.substr(5);
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 6)
+        return Status::error("target '" + requested + "': expected cuda:N with N a device number");
+      device = std::stoi(n);
+    }
     if (!driver.available())
-      return Status::error("target cuda: no usable GPU (" + driver.unavailable_reason() + ")");
-    return ResolvedTarget{driver.default_arch(), true};
+      return Status::error("target " + requested + ": no usable GPU (" +
+                           driver.unavailable_reason() + ")");
+    if (device >= driver.device_count())
+      return Status::error("target " + requested + ": there are " +
+                           std::to_string(driver.device_count()) + " CUDA devices");
+    return ResolvedTarget{driver.default_arch(device), true, device};
   }
   if (requested.rfind("sm_", 0) != 0)
-    return Status::error("unknown target '" + requested + "' (host, cuda, sm_80, sm_90a, ...)");
-  bool runnable = driver.available() && driver.default_arch() == requested;
-  return ResolvedTarget{requested, runnable};
+    return Status::error("unknown target '" + requested +
+                         "' (host, cuda, cuda:N, sm_80, sm_90a, ...)");
+  // Note [Arch compatibility]: sm_90 code runs on an sm_90a device.
+  int device = driver.available() ? device_for(driver, requested, 0) : -1;
+  return ResolvedTarget{requested, device >= 0, device < 0 ? 0 : device};
+}
+
+// 1000*major + 10*minor of NVRTC ("nvrtc-13.0" -> 13000), 0 if it cannot be read.
+int nvrtc_numeric_version() {
+  static const int v = [] {
+    std::string s = nvrtc_version();
+    size_t dash = s.find('-'), dot = s.find('.');
+    if (dash == std::string::npos || dot == std::string::npos) return 0;
+    try {
+      return std::stoi(s.substr(dash + 1, dot - dash - 1)) * 1000 + std::stoi(s.substr(dot + 1)) * 10;
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }();
+  return v;
+}
+
+// Note [PTX when the driver is older]
+// A cubin from NVRTC X.Y needs a driver of at least X.Y; an older driver refuses it. Then the
+// binary is PTX for the same arch ("compute_90a" for sm_90a), which the driver JIT-compiles, and
+// the key says so, so that a newer driver on the same cache folder still gets its cubin.
+std::string binary_arch(const ResolvedTarget& t) {
+  const CudaDriver& driver = CudaDriver::instance();
+  bool ptx = t.runnable && driver.available() && nvrtc_numeric_version() > 0 &&
+             driver.driver_version() < nvrtc_numeric_version();
+  return ptx ? "compute_" + t.name.substr(3) : t.name;
 }
 
 void write_file(const std::filesystem::path& p, const std::string& text) {
@@ -172,10 +231,12 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   if (!request.emit_dir.empty()) write_file(emit / "kernels.cu", plan.source);
 
   bool host = target->name == "host";
-  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version();
+  std::string arch = host ? "host" : binary_arch(target.value());
+  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
+  std::string source_sha = sha256_hex(plan.source);
   std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
-                               target->name + "\n" + compiler_id + "\n" + device_headers_digest() +
-                               "\n" + sha256_hex(plan.source));
+                               arch + "\n" + compiler_id + "\n" + device_headers_digest() +
+                               "\n" + source_sha);
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
@@ -193,7 +254,7 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
       hit = CacheHit::kMiss;
       ++g_compiles;
       if (host) {
-        auto so = emu::EmuModule::compile_to_shared_object(plan.source);
+        auto so = emu::EmuModule::compile_to_shared_object(host_source(plan.source, source_sha));
         if (!so.ok()) return failure(DG_ERR_COMPILE, "host compiler failed:\n" + so.message());
         binary = so.value();
       } else {
@@ -201,23 +262,31 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         for (const EmbeddedFile& f : device_headers())
           headers.push_back({std::string(f.name), std::string(f.content)});
         CompileOptions copts;
-        copts.arch = target->name;
-        auto compiled = nvrtc_compile(plan.source, headers, copts);
+        copts.arch = arch;
+        // Line info names the source by its hash in the PTX and cubin (.file), which profilers
+        // show and the driver double uses to find the source's host emulation.
+        copts.line_info = true;
+        auto compiled =
+            nvrtc_compile(plan.source, headers, copts, "dyngen_" + source_sha + ".cu");
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
       }
       (void)cache.put(key, *binary);  // a failed write has already degraded to memory + warned
     }
     if (!target->runnable) break;
-    auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary);
+    int code = 0;
+    auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary, target->device, &code);
     if (loaded.ok()) {
       module = std::move(loaded).value();
       break;
     }
-    // Note [Failed module load is a miss]: drop the entry and compile again, once.
+    // Note [Failed module load is a miss]: only an image the driver refuses is dropped and
+    // compiled again, once; any other failure (a sticky fault, no memory) leaves the entry.
+    bool rejected = host || image_rejected(code);
+    if (!rejected || attempt == 1)
+      return failure(DG_ERR_INTERNAL, "cannot load kernels: " + loaded.message());
     cache.invalidate(key);
     binary.reset();
-    if (attempt == 1) return failure(DG_ERR_INTERNAL, "cannot load kernels: " + loaded.message());
   }
   if (hit == CacheHit::kMemory) ++g_mem_hits;
   if (hit == CacheHit::kDisk) ++g_disk_hits;

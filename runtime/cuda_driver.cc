@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #if __has_include(<cuda.h>)
@@ -15,6 +18,25 @@ static_assert(dg::cu::kAttrComputeCapabilityMajor == CU_DEVICE_ATTRIBUTE_COMPUTE
 static_assert(dg::cu::kAttrComputeCapabilityMinor == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(dg::cu::kFuncAttrMaxDynamicSharedBytes ==
               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+static_assert(dg::cu::kErrorInvalidValue == CUDA_ERROR_INVALID_VALUE);
+static_assert(dg::cu::kErrorInvalidImage == CUDA_ERROR_INVALID_IMAGE);
+static_assert(dg::cu::kErrorInvalidContext == CUDA_ERROR_INVALID_CONTEXT);
+static_assert(dg::cu::kErrorNoBinaryForGpu == CUDA_ERROR_NO_BINARY_FOR_GPU);
+static_assert(dg::cu::kErrorInvalidPtx == CUDA_ERROR_INVALID_PTX);
+static_assert(dg::cu::kErrorUnsupportedPtxVersion == CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+static_assert(dg::cu::kErrorNotFound == CUDA_ERROR_NOT_FOUND);
+static_assert(dg::cu::kErrorIllegalAddress == CUDA_ERROR_ILLEGAL_ADDRESS);
+static_assert(dg::cu::kErrorLaunchFailed == CUDA_ERROR_LAUNCH_FAILED);
+static_assert(dg::cu::kAttrMaxThreadsPerBlock == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(dg::cu::kAttrMaxGridDimX == CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+static_assert(dg::cu::kAttrMaxGridDimX + 1 == CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+static_assert(dg::cu::kAttrMaxGridDimX + 2 == CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+static_assert(dg::cu::kAttrMaxSharedPerBlockOptin ==
+              CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+static_assert(dg::cu::kJitInfoLogBuffer == CU_JIT_INFO_LOG_BUFFER);
+static_assert(dg::cu::kJitInfoLogBufferSize == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES);
+static_assert(dg::cu::kJitErrorLogBuffer == CU_JIT_ERROR_LOG_BUFFER);
+static_assert(dg::cu::kJitErrorLogBufferSize == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 #endif
 
 namespace dg {
@@ -23,9 +45,9 @@ namespace {
 constexpr unsigned kDefaultDynamicSmemLimit = 48 * 1024;
 
 // Note [Driver symbol names]
-// We look up the unversioned names (cuLaunchKernel, not cuLaunchKernel_ptsz). None of the entry
-// points we use were renamed to _v2 in cuda.h, and the driver keeps exporting these names for
-// binary compatibility. The caller always passes its stream explicitly, so the per-thread-default
+// We look up the names cuda.h maps our calls to: unversioned ones (cuLaunchKernel, not
+// cuLaunchKernel_ptsz), except cuMemcpyHtoDAsync, which cuda.h spells cuMemcpyHtoDAsync_v2 (the
+// unversioned symbol takes a 32-bit device pointer). The caller always passes its stream explicitly, so the per-thread-default
 // variant is not needed; a null stream means the legacy default stream.
 template <typename Fn>
 bool bind(void* handle, const char* name, Fn* slot, std::string* missing) {
@@ -36,11 +58,18 @@ bool bind(void* handle, const char* name, Fn* slot, std::string* missing) {
 
 }  // namespace
 
+struct CudaDriver::PerDevice {
+  std::mutex mu;
+  std::map<int, cu::Context> primary;
+  std::map<int, DeviceLimits> limits;
+};
+
 CudaDriver& CudaDriver::instance() {
   // Never destroyed: modules may be unloaded from other static destructors.
   static CudaDriver* driver = [] {
     auto* d = new CudaDriver();
-    d->load("libcuda.so.1");
+    const char* path = std::getenv("DYNGEN_CUDA_DRIVER");
+    d->load(path && *path ? path : "libcuda.so.1");
     return d;
   }();
   return *driver;
@@ -57,7 +86,9 @@ CudaDriver::CudaDriver(CudaDriver&& other) noexcept
       available_(std::exchange(other.available_, false)),
       reason_(std::move(other.reason_)),
       device_count_(other.device_count_),
-      api_(other.api_) {}
+      driver_version_(other.driver_version_),
+      api_(other.api_),
+      per_device_(std::move(other.per_device_)) {}
 
 CudaDriver::~CudaDriver() {
   // Note: the handle is deliberately not dlclose'd; the driver owns threads and atexit hooks
@@ -65,6 +96,7 @@ CudaDriver::~CudaDriver() {
 }
 
 void CudaDriver::load(const std::string& library_path) {
+  per_device_ = std::make_unique<PerDevice>();
   try {
     handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) {
@@ -75,18 +107,22 @@ void CudaDriver::load(const std::string& library_path) {
     std::string missing;
     cu::DriverApi& a = api_;
     bind(handle_, "cuInit", &a.cuInit, &missing);
+    bind(handle_, "cuDriverGetVersion", &a.cuDriverGetVersion, &missing);
     bind(handle_, "cuDeviceGetCount", &a.cuDeviceGetCount, &missing);
     bind(handle_, "cuDeviceGet", &a.cuDeviceGet, &missing);
     bind(handle_, "cuDeviceGetAttribute", &a.cuDeviceGetAttribute, &missing);
     bind(handle_, "cuDevicePrimaryCtxRetain", &a.cuDevicePrimaryCtxRetain, &missing);
     bind(handle_, "cuCtxGetCurrent", &a.cuCtxGetCurrent, &missing);
     bind(handle_, "cuCtxSetCurrent", &a.cuCtxSetCurrent, &missing);
-    bind(handle_, "cuModuleLoadData", &a.cuModuleLoadData, &missing);
+    bind(handle_, "cuModuleLoadDataEx", &a.cuModuleLoadDataEx, &missing);
     bind(handle_, "cuModuleGetFunction", &a.cuModuleGetFunction, &missing);
     bind(handle_, "cuModuleUnload", &a.cuModuleUnload, &missing);
     bind(handle_, "cuLaunchKernel", &a.cuLaunchKernel, &missing);
     bind(handle_, "cuFuncSetAttribute", &a.cuFuncSetAttribute, &missing);
     bind(handle_, "cuGetErrorString", &a.cuGetErrorString, &missing);
+    bind(handle_, "cuGetErrorName", &a.cuGetErrorName, &missing);
+    bind(handle_, "cuStreamSynchronize", &a.cuStreamSynchronize, &missing);
+    bind(handle_, "cuMemcpyHtoDAsync_v2", &a.cuMemcpyHtoDAsync_v2, &missing);
     if (!missing.empty()) {
       reason_ = library_path + " lacks " + missing + " (driver too old?)";
       return;
@@ -95,6 +131,10 @@ void CudaDriver::load(const std::string& library_path) {
     if (r != cu::kSuccess) {
       reason_ = error_text("cuInit", r);
       if (r == cu::kErrorStubLibrary) reason_ += " (this is the toolkit's stub libcuda)";
+      return;
+    }
+    if ((r = a.cuDriverGetVersion(&driver_version_)) != cu::kSuccess) {
+      reason_ = error_text("cuDriverGetVersion", r);
       return;
     }
     r = a.cuDeviceGetCount(&device_count_);
@@ -114,11 +154,17 @@ void CudaDriver::load(const std::string& library_path) {
 
 std::string CudaDriver::error_text(std::string_view what, cu::Result r) const {
   const char* text = nullptr;
+  const char* name = nullptr;
   if (api_.cuGetErrorString == nullptr || api_.cuGetErrorString(r, &text) != cu::kSuccess ||
       text == nullptr) {
     text = "unknown error";
   }
-  return std::string(what) + " failed: CUDA error " + std::to_string(r) + " (" + text + ")";
+  if (api_.cuGetErrorName == nullptr || api_.cuGetErrorName(r, &name) != cu::kSuccess ||
+      name == nullptr) {
+    name = "";
+  }
+  return std::string(what) + " failed: CUDA error " + std::to_string(r) + " " + name + " (" +
+         text + ")";
 }
 
 Result<int> CudaDriver::compute_capability(int device) const {
@@ -145,48 +191,151 @@ std::string CudaDriver::default_arch(int device) const {
   return "sm_" + std::to_string(cc.value());
 }
 
+Result<DeviceLimits> CudaDriver::limits(int device) const {
+  if (!available_) return Status::error(reason_);
+  std::lock_guard<std::mutex> lock(per_device_->mu);
+  auto it = per_device_->limits.find(device);
+  if (it != per_device_->limits.end()) return it->second;
+  cu::Device dev = 0;
+  cu::Result r = api_.cuDeviceGet(&dev, device);
+  DeviceLimits l;
+  int v = 0;
+  if (r == cu::kSuccess && (r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxThreadsPerBlock, dev)) ==
+                               cu::kSuccess)
+    l.max_threads_per_block = v;
+  for (int d = 0; d < 3 && r == cu::kSuccess; ++d)
+    if ((r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxGridDimX + d, dev)) == cu::kSuccess)
+      l.max_grid[d] = static_cast<unsigned>(v);
+  if (r == cu::kSuccess &&
+      (r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxSharedPerBlockOptin, dev)) == cu::kSuccess)
+    l.max_shared_bytes_optin = v;
+  if (r != cu::kSuccess) return Status::error(error_text("device limits query", r));
+  per_device_->limits[device] = l;
+  return l;
+}
+
+Result<cu::Context> CudaDriver::primary_context(int device) const {
+  if (!available_) return Status::error(reason_);
+  if (device < 0 || device >= device_count_)
+    return Status::error("no CUDA device " + std::to_string(device) + " (" +
+                         std::to_string(device_count_) + " present)");
+  std::lock_guard<std::mutex> lock(per_device_->mu);
+  auto it = per_device_->primary.find(device);
+  if (it != per_device_->primary.end()) return it->second;
+  cu::Device dev = 0;
+  cu::Context ctx = nullptr;
+  cu::Result r = api_.cuDeviceGet(&dev, device);
+  if (r != cu::kSuccess) return Status::error(error_text("cuDeviceGet", r));
+  if ((r = api_.cuDevicePrimaryCtxRetain(&ctx, dev)) != cu::kSuccess)
+    return Status::error(error_text("cuDevicePrimaryCtxRetain", r));
+  per_device_->primary[device] = ctx;
+  return ctx;
+}
+
 Result<cu::Context> CudaDriver::ensure_context(int device) const {
   if (!available_) return Status::error(reason_);
   cu::Context current = nullptr;
   cu::Result r = api_.cuCtxGetCurrent(&current);
   if (r != cu::kSuccess) return Status::error(error_text("cuCtxGetCurrent", r));
   if (current != nullptr) return current;
-  cu::Device dev = 0;
-  if ((r = api_.cuDeviceGet(&dev, device)) != cu::kSuccess)
-    return Status::error(error_text("cuDeviceGet", r));
-  // The primary context is retained for the life of the process and shared with the runtime API
-  // (torch uses the same one), so it is never released here.
-  if ((r = api_.cuDevicePrimaryCtxRetain(&current, dev)) != cu::kSuccess)
-    return Status::error(error_text("cuDevicePrimaryCtxRetain", r));
-  if ((r = api_.cuCtxSetCurrent(current)) != cu::kSuccess)
+  Result<cu::Context> primary = primary_context(device);
+  if (!primary.ok()) return primary;
+  if ((r = api_.cuCtxSetCurrent(primary.value())) != cu::kSuccess)
     return Status::error(error_text("cuCtxSetCurrent", r));
-  return current;
+  return primary;
+}
+
+ScopedContext::ScopedContext(const CudaDriver& driver, cu::Context context) : driver_(driver) {
+  const cu::DriverApi& api = driver.api();
+  cu::Result r = api.cuCtxGetCurrent(&previous_);
+  if (r != cu::kSuccess) {
+    status_ = Status::error(driver.error_text("cuCtxGetCurrent", r));
+    return;
+  }
+  if (previous_ == context) return;
+  if ((r = api.cuCtxSetCurrent(context)) != cu::kSuccess) {
+    status_ = Status::error(driver.error_text("cuCtxSetCurrent", r));
+    return;
+  }
+  restore_ = true;
+}
+
+ScopedContext::~ScopedContext() {
+  if (restore_) driver_.api().cuCtxSetCurrent(previous_);
+}
+
+// Note [Arch compatibility]
+// Compute capabilities compare as numbers, never as strings. A cubin for sm_XY runs on devices of
+// the same major version with minor >= Y; an arch-specific cubin (sm_90a, sm_100f) only on the
+// exact capability (for "a") or the same major (for "f"); PTX (compute_XY) on any capability
+// >= XY, JIT-compiled by the driver. So sm_90 code runs on an H200 (9.0), and sm_90a code too.
+bool arch_runs_on(const std::string& arch, int device_cc) {
+  std::string_view rest(arch);
+  bool ptx = false;
+  if (rest.substr(0, 3) == "sm_") {
+    rest.remove_prefix(3);
+  } else if (rest.substr(0, 8) == "compute_") {
+    rest.remove_prefix(8);
+    ptx = true;
+  } else {
+    return false;
+  }
+  int number = 0;
+  size_t i = 0;
+  for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i) number = number * 10 + (rest[i] - '0');
+  if (i == 0 || number < 10) return false;
+  std::string_view suffix = rest.substr(i);
+  if (suffix == "a") return device_cc == number;
+  if (suffix == "f") return device_cc / 10 == number / 10 && device_cc >= number;
+  if (!suffix.empty()) return false;
+  if (ptx) return device_cc >= number;
+  return device_cc / 10 == number / 10 && device_cc >= number;
+}
+
+bool image_rejected(cu::Result r) {
+  return r == cu::kErrorInvalidImage || r == cu::kErrorNoBinaryForGpu ||
+         r == cu::kErrorInvalidPtx || r == cu::kErrorUnsupportedPtxVersion;
 }
 
 CudaModule::CudaModule(CudaModule&& other) noexcept
-    : driver_(other.driver_), module_(std::exchange(other.module_, nullptr)) {}
+    : driver_(other.driver_),
+      module_(std::exchange(other.module_, nullptr)),
+      context_(other.context_),
+      jit_log_(std::move(other.jit_log_)) {}
 
 CudaModule& CudaModule::operator=(CudaModule&& other) noexcept {
   if (this != &other) {
-    if (module_ != nullptr && driver_ != nullptr) driver_->api().cuModuleUnload(module_);
+    if (module_ != nullptr && driver_ != nullptr) {
+      ScopedContext scope(*driver_, context_);
+      driver_->api().cuModuleUnload(module_);
+    }
     driver_ = other.driver_;
     module_ = std::exchange(other.module_, nullptr);
+    context_ = other.context_;
+    jit_log_ = std::move(other.jit_log_);
   }
   return *this;
 }
 
 CudaModule::~CudaModule() {
   // Errors are ignored: at process exit the context may already be gone.
-  if (module_ != nullptr && driver_ != nullptr) driver_->api().cuModuleUnload(module_);
+  if (module_ != nullptr && driver_ != nullptr) {
+    ScopedContext scope(*driver_, context_);
+    driver_->api().cuModuleUnload(module_);
+  }
   module_ = nullptr;
 }
 
-Result<CudaModule> CudaModule::load(std::string_view image, int device, const CudaDriver& driver) {
+Result<CudaModule> CudaModule::load(std::string_view image, int device, const CudaDriver& driver,
+                                    cu::Result* code) {
+  if (code) *code = cu::kSuccess;
   try {
     if (!driver.available()) return Status::error(driver.unavailable_reason());
     if (image.empty()) return Status::error("cannot load an empty module image");
-    Result<cu::Context> ctx = driver.ensure_context(device);
+    Result<cu::Context> ctx = driver.primary_context(device);
     if (!ctx.ok()) return ctx.status();
+    ScopedContext scope(driver, ctx.value());
+    if (!scope.status().ok()) return scope.status();
     // PTX must be NUL-terminated; a cubin carries its own size in the ELF header.
     std::string ptx;
     const void* data = image.data();
@@ -197,13 +346,28 @@ Result<CudaModule> CudaModule::load(std::string_view image, int device, const Cu
       ptx.assign(image);
       data = ptx.c_str();
     }
+    // The JIT's logs: the error log explains a refused PTX, the info log what the JIT did.
+    std::string info_log(8192, '\0'), error_log(8192, '\0');
+    int options[] = {cu::kJitInfoLogBuffer, cu::kJitInfoLogBufferSize, cu::kJitErrorLogBuffer,
+                     cu::kJitErrorLogBufferSize};
+    void* values[] = {info_log.data(), reinterpret_cast<void*>(info_log.size()),
+                      error_log.data(), reinterpret_cast<void*>(error_log.size())};
     CudaModule m;
     m.driver_ = &driver;
-    cu::Result r = driver.api().cuModuleLoadData(&m.module_, data);
+    m.context_ = ctx.value();
+    cu::Result r = driver.api().cuModuleLoadDataEx(&m.module_, data, 4, options, values);
+    info_log.resize(info_log.find('\0') == std::string::npos ? info_log.size()
+                                                               : info_log.find('\0'));
+    error_log.resize(error_log.find('\0') == std::string::npos ? error_log.size()
+                                                                 : error_log.find('\0'));
     if (r != cu::kSuccess) {
       m.module_ = nullptr;
-      return Status::error(driver.error_text("cuModuleLoadData", r));
+      if (code) *code = r;
+      std::string msg = driver.error_text("cuModuleLoadDataEx", r);
+      if (!error_log.empty()) msg += "\nJIT error log:\n" + error_log;
+      return Status::error(msg);
     }
+    m.jit_log_ = std::move(info_log);
     return m;
   } catch (const std::exception& e) {
     return Status::error(std::string("CudaModule::load: ") + e.what());
@@ -223,6 +387,10 @@ Status CudaModule::launch(cu::Function function, LaunchDims grid, LaunchDims blo
                           unsigned shared_bytes, void* stream, void** args) const {
   if (module_ == nullptr || function == nullptr) return Status::error("launch: no function");
   const cu::DriverApi& api = driver_->api();
+  // Note [Module per context]: a CUfunction belongs to its module's context, so that context is
+  // current for the launch whatever thread (autograd's, say) launches.
+  ScopedContext scope(*driver_, context_);
+  if (!scope.status().ok()) return scope.status();
   if (shared_bytes > kDefaultDynamicSmemLimit) {
     cu::Result r = api.cuFuncSetAttribute(function, cu::kFuncAttrMaxDynamicSharedBytes,
                                           static_cast<int>(shared_bytes));

@@ -28,19 +28,27 @@ enum dg_status {
 typedef struct dg_graph dg_graph;
 typedef struct dg_executable dg_executable;
 
-/* A tensor argument: data pointer (device or host), shape and dtype (codes of ir/dtype.h).
- * Tensors are contiguous row-major. A symbolic-integer argument has rank -1 and its value in
- * shape[0]. */
+#define DG_DEVICE_HOST 0
+#define DG_DEVICE_CUDA 1
+
+/* A tensor argument: data pointer (device or host), shape, dtype (codes of ir/dtype.h) and where
+ * the data lives (DG_DEVICE_HOST, or DG_DEVICE_CUDA with the device's ordinal). Tensors are
+ * contiguous row-major. A symbolic-integer argument has rank -1 and its value in shape[0].
+ * A GPU executable takes CUDA tensors of one device; a rank-0 host tensor beside them is a
+ * scalar passed by value (copied to the device on the launch's stream). */
 typedef struct dg_tensor {
   void* data;
   int64_t shape[DG_MAX_RANK];
   int32_t rank;
   int32_t dtype;
+  int32_t device_type;
+  int32_t device_index;
 } dg_tensor;
 
 typedef struct dg_compile_options {
-  const char* target; /* "host" (CPU emulation), "cuda" (the current GPU), "sm_80", "sm_90a"; NULL:
-                         cuda if a GPU, else host */
+  const char* target; /* "host" (CPU emulation), "cuda" (GPU 0), "cuda:N" (GPU N), "sm_80",
+                         "sm_90a"; NULL: cuda if a GPU, else host. A GPU executable runs on every device its arch
+                         runs on (Note [Arch compatibility]), one module per context. */
   const char* cache_dir; /* NULL: $DYNGEN_CACHE_DIR or the user's cache folder */
   const char* emit_dir;  /* NULL, or a folder for the CUDA source and the IR after each pass */
   const char* disabled_passes; /* NULL, or comma-separated pass names to skip (bisecting) */

@@ -4,6 +4,19 @@ namespace dg {
 
 namespace {
 std::string describe_input(int i) { return "input " + std::to_string(i); }
+
+// Note [Host scalars]
+// Under dynamic=True Dynamo turns Python floats (PEFT's LoRA scaling) into 0-d CPU tensors that
+// become graph inputs beside the GPU tensors. A GPU executable takes such a rank-0 host tensor by
+// value: prepare() adds a 16-byte slot per scalar after the kernels' workspace, and launch()
+// copies the value there on the launch's stream (cuMemcpyHtoDAsync from pageable memory returns
+// once the value is staged) before the kernels read it through a device pointer.
+constexpr size_t kScalarSlot = 16;
+constexpr size_t kScalarAlign = 256;
+
+size_t dtype_bytes(int32_t code) {
+  return static_cast<size_t>(dtype_size(static_cast<DType>(code)));
+}
 }  // namespace
 
 Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan plan,
@@ -69,6 +82,57 @@ Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan p
   return e;
 }
 
+Status Executable::check_devices(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
+                                 int num_outputs, LaunchBatch* batch) const {
+  batch->device = -1;
+  batch->host_scalars.clear();
+  const bool gpu = on_gpu() || (module_ == nullptr && target_ != "host");
+  auto where = [](const dg_tensor& t) {
+    return t.device_type == DG_DEVICE_CUDA ? "cuda:" + std::to_string(t.device_index)
+                                           : std::string("host memory");
+  };
+  for (int i = 0; i < num_inputs + num_outputs; ++i) {
+    bool is_output = i >= num_inputs;
+    const dg_tensor& t = is_output ? outputs[i - num_inputs] : inputs[i];
+    std::string what = is_output ? "output " + std::to_string(i - num_inputs) : describe_input(i);
+    if (t.rank < 0) continue;  // a symbolic integer
+    if (t.device_type != DG_DEVICE_HOST && t.device_type != DG_DEVICE_CUDA)
+      return Status::error(what + " has an unknown device type " + std::to_string(t.device_type));
+    if (!gpu) {
+      if (t.device_type != DG_DEVICE_HOST)
+        return Status::error(what + " is on " + where(t) + " but this executable was compiled " +
+                             "for the host; compile for the GPU's arch instead");
+      continue;
+    }
+    if (t.device_type == DG_DEVICE_HOST) {
+      if (!is_output && t.rank == 0) {
+        batch->host_scalars.push_back(i);
+        continue;
+      }
+      return Status::error(what + " is in host memory but this executable runs on the GPU (" +
+                           target_ + "); only rank-0 host tensors (scalars) may come from the host");
+    }
+    if (t.device_index < 0) return Status::error(what + " has a negative device index");
+    if (batch->device < 0) batch->device = t.device_index;
+    if (t.device_index != batch->device)
+      return Status::error("tensors on different devices: " + what + " is on " + where(t) +
+                           ", an earlier one on cuda:" + std::to_string(batch->device));
+  }
+  if (gpu && batch->device < 0 && (num_inputs + num_outputs) > 0) {
+    bool any_tensor = false;
+    for (int i = 0; i < num_inputs; ++i) any_tensor |= inputs[i].rank >= 0;
+    for (int j = 0; j < num_outputs; ++j) any_tensor |= outputs[j].rank >= 0;
+    if (any_tensor)
+      return Status::error("no input or output is a CUDA tensor, so there is no device to run " +
+                           target_ + " kernels on");
+  }
+  return {};
+}
+
+size_t Executable::kernel_workspace_bytes(const LaunchBatch& batch) const {
+  return static_cast<size_t>(batch.results[workspace_at_ + plan_.workspace.size()]);
+}
+
 Status Executable::bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* batch) const {
   const Graph& g = graph_;
   if (num_inputs != static_cast<int>(g.inputs.size()))
@@ -129,14 +193,21 @@ Status Executable::prepare(const dg_tensor* inputs, int num_inputs, dg_tensor* o
   LaunchBatch batch;
   Status s = bind(inputs, num_inputs, &batch);
   if (!s.ok()) return s;
+  if (!(s = check_devices(inputs, num_inputs, nullptr, 0, &batch)).ok()) return s;
   size_t at = output_dims_at_;
   for (int j = 0; j < num_outputs; ++j) {
     const TensorType& t = graph_.tensor(graph_.outputs[j]);
     outputs[j].rank = t.rank();
     outputs[j].dtype = static_cast<int32_t>(t.dtype);
+    outputs[j].device_type = batch.device >= 0 ? DG_DEVICE_CUDA : DG_DEVICE_HOST;
+    outputs[j].device_index = batch.device >= 0 ? batch.device : 0;
     for (int d = 0; d < t.rank(); ++d) outputs[j].shape[d] = batch.results[at++];
   }
-  *workspace_bytes = static_cast<size_t>(batch.results[workspace_at_ + plan_.workspace.size()]);
+  size_t bytes = kernel_workspace_bytes(batch);
+  if (!batch.host_scalars.empty())  // Note [Host scalars]
+    bytes = (bytes + kScalarAlign - 1) / kScalarAlign * kScalarAlign +
+            kScalarSlot * batch.host_scalars.size();
+  *workspace_bytes = bytes;
   return {};
 }
 
@@ -146,6 +217,7 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
     return Status::error("expected " + std::to_string(graph_.outputs.size()) + " outputs");
   Status s = bind(inputs, num_inputs, batch);
   if (!s.ok()) return s;
+  if (!(s = check_devices(inputs, num_inputs, outputs, num_outputs, batch)).ok()) return s;
   size_t at = output_dims_at_;
   for (int j = 0; j < num_outputs; ++j) {
     const TensorType& t = graph_.tensor(graph_.outputs[j]);
@@ -162,13 +234,22 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
   }
   batch->pointers.resize(total_ptrs);
   batch->args.resize(total_args);
+  // Note [Host scalars]: where each scalar's value goes in the workspace.
+  size_t scalars_at = (kernel_workspace_bytes(*batch) + kScalarAlign - 1) / kScalarAlign *
+                      kScalarAlign;
+  auto input_pointer = [&](int index) -> void* {
+    for (size_t k = 0; k < batch->host_scalars.size(); ++k)
+      if (batch->host_scalars[k] == index)
+        return static_cast<char*>(workspace) + scalars_at + kScalarSlot * k;
+    return inputs[index].data;
+  };
   size_t p = 0, a = 0;
   for (const KernelLaunch& k : plan_.kernels) {
     for (const BufferRef& b : k.buffers) {
       void* ptr = nullptr;
       switch (b.kind) {
         case BufferRef::kInput:
-          ptr = inputs[b.index].data;
+          ptr = batch->host_scalars.empty() ? inputs[b.index].data : input_pointer(b.index);
           break;
         case BufferRef::kOutput:
           ptr = outputs[b.index].data;
@@ -193,6 +274,15 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
   LaunchBatch batch;
   Status s = pack(inputs, num_inputs, outputs, num_outputs, workspace, &batch);
   if (!s.ok()) return s;
+  if (!batch.host_scalars.empty()) {  // Note [Host scalars]
+    size_t at = (kernel_workspace_bytes(batch) + kScalarAlign - 1) / kScalarAlign * kScalarAlign;
+    for (size_t k = 0; k < batch.host_scalars.size(); ++k) {
+      const dg_tensor& t = inputs[batch.host_scalars[k]];
+      s = module_->copy_to_device(static_cast<char*>(workspace) + at + kScalarSlot * k, t.data,
+                                  dtype_bytes(t.dtype), batch.device, stream);
+      if (!s.ok()) return Status::error(describe_input(batch.host_scalars[k]) + ": " + s.message());
+    }
+  }
   size_t a = 0;
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {
     const KernelLaunch& kl = plan_.kernels[k];
@@ -207,7 +297,7 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       grid[d] = static_cast<uint32_t>(v);
     }
     if (empty) continue;  // nothing to compute, e.g. zero tokens
-    s = module_->launch(k, grid, kl.block, kl.shared_bytes, args, stream);
+    s = module_->launch(k, batch.device, grid, kl.block, kl.shared_bytes, args, stream);
     if (!s.ok()) return Status::error(kl.name + ": " + s.message());
   }
   return {};

@@ -17,6 +17,8 @@ namespace dg {
 
 // Grids and argument pointers of every launch of one call, computed without launching.
 struct LaunchBatch {
+  int device = -1;                  // the CUDA device of a GPU executable's tensors
+  std::vector<int> host_scalars;    // inputs passed by value: Note [Host scalars]
   std::vector<int64_t> symbol_values;
   std::vector<int64_t> results;  // the shape program's results
   std::vector<void*> pointers;   // buffer pointers, kernel after kernel
@@ -51,6 +53,10 @@ class Executable {
  private:
   Executable() = default;
   Status bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* batch) const;
+  Status check_devices(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
+                       int num_outputs, LaunchBatch* batch) const;
+  // Bytes of workspace the kernels use, before the host scalars' slots.
+  size_t kernel_workspace_bytes(const LaunchBatch& batch) const;
 
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).
   struct SymbolSource {

@@ -68,12 +68,23 @@ Result<std::vector<HostTensor>> make_random_inputs(const Graph& g,
 }
 
 Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
-                                            const std::vector<HostTensor>& inputs) {
-  if (exe.on_gpu()) return Status::error("run_on_host needs a host executable");
+                                            const std::vector<HostTensor>& inputs,
+                                            const HostRunOptions& options) {
+  if (exe.on_gpu() && options.cuda_device < 0)
+    return Status::error("run_on_host needs a host executable");
   const Graph& g = exe.graph();
+  auto place = [&](dg_tensor& a, bool host) {
+    if (options.cuda_device < 0 || host) return;
+    a.device_type = DG_DEVICE_CUDA;
+    a.device_index = options.cuda_device;
+  };
   std::vector<dg_tensor> in_args;
-  for (size_t i = 0; i < inputs.size() && i < g.inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size() && i < g.inputs.size(); ++i) {
     in_args.push_back(to_arg(inputs[i], g.value(g.inputs[i]).kind == ValueKind::kSymInt));
+    bool host = false;
+    for (int k : options.host_scalars) host |= k == static_cast<int>(i);
+    place(in_args.back(), host);
+  }
   std::vector<dg_tensor> out_args(g.outputs.size());
   size_t workspace_bytes = 0;
   Status s = exe.prepare(in_args.data(), static_cast<int>(in_args.size()), out_args.data(),
@@ -84,7 +95,10 @@ Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
     std::vector<int64_t> shape(o.shape, o.shape + o.rank);
     outputs.push_back(make_tensor(static_cast<DType>(o.dtype), shape));
   }
-  for (size_t j = 0; j < outputs.size(); ++j) out_args[j].data = outputs[j].bytes.data();
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    out_args[j].data = outputs[j].bytes.data();
+    place(out_args[j], false);
+  }
   // 256-byte aligned like a CUDA allocation.
   std::unique_ptr<void, decltype(&std::free)> workspace(
       workspace_bytes ? std::aligned_alloc(256, (workspace_bytes + 255) / 256 * 256) : nullptr,
@@ -97,8 +111,9 @@ Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
 
 Result<std::vector<OutputCheck>> check_against_reference(const Graph& g, const Executable& exe,
                                                          const std::vector<HostTensor>& inputs,
-                                                         double tolerance_scale) {
-  auto actual = run_on_host(exe, inputs);
+                                                         double tolerance_scale,
+                                                         const HostRunOptions& options) {
+  auto actual = run_on_host(exe, inputs, options);
   if (!actual.ok()) return actual.status();
   RefResult expected = reference_eval(g, inputs);
   if (!expected.ok()) return Status::error("reference: " + expected.error);

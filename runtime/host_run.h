@@ -19,9 +19,19 @@ Result<std::vector<HostTensor>> make_random_inputs(const Graph& g,
                                                    const std::map<std::string, int64_t>& binding,
                                                    uint64_t seed);
 
-// Runs `exe` (a host or GPU executable whose data pointers must be host memory: host only).
+// How run_on_host labels its host buffers. A GPU executable is run only with `cuda_device` set,
+// which passes host memory as that CUDA device's memory: meaningful only under the tests' driver
+// double, whose device memory is host memory. `host_scalars` lists rank-0 inputs passed as host
+// tensors beside them (Note [Host scalars]).
+struct HostRunOptions {
+  int cuda_device = -1;
+  std::vector<int> host_scalars;
+};
+
+// Runs `exe` on host buffers (see HostRunOptions for a GPU executable).
 Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
-                                            const std::vector<HostTensor>& inputs);
+                                            const std::vector<HostTensor>& inputs,
+                                            const HostRunOptions& options = {});
 
 struct OutputCheck {
   std::string what;  // "output 0 bf16[5, 2048]"
@@ -34,6 +44,7 @@ struct OutputCheck {
 // tolerance of its dtype, loosened by `tolerance_scale`.
 Result<std::vector<OutputCheck>> check_against_reference(const Graph& g, const Executable& exe,
                                                          const std::vector<HostTensor>& inputs,
-                                                         double tolerance_scale = 1.0);
+                                                         double tolerance_scale = 1.0,
+                                                         const HostRunOptions& options = {});
 
 }  // namespace dg

@@ -1,5 +1,10 @@
 #include "runtime/kernel_module.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
 #include "runtime/cuda_driver.h"
 #include "runtime/emu/emu_module.h"
 
@@ -19,8 +24,9 @@ class HostModule : public KernelModule {
     }
     return {};
   }
-  Status launch(size_t kernel, const std::array<uint32_t, 3>& grid, const std::array<int, 3>& block,
-                int shared_bytes, void** args, void*) const override {
+  Status launch(size_t kernel, int, const std::array<uint32_t, 3>& grid,
+                const std::array<int, 3>& block, int shared_bytes, void** args,
+                void*) const override {
     DgEmuLaunch cfg{grid[0],
                     grid[1],
                     grid[2],
@@ -33,6 +39,10 @@ class HostModule : public KernelModule {
       return Status::error(std::string("kernel failed under host emulation: ") + err);
     return {};
   }
+  Status copy_to_device(void* dst, const void* src, size_t bytes, int, void*) const override {
+    std::memcpy(dst, src, bytes);
+    return {};
+  }
   bool on_gpu() const override { return false; }
 
  private:
@@ -40,31 +50,127 @@ class HostModule : public KernelModule {
   std::vector<DgEmuEntryFn> entries_;
 };
 
+// DYNGEN_SYNC=1: synchronize the stream after every launch and report a fault under the name of
+// the kernel that caused it (read once per process).
+bool sync_after_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("DYNGEN_SYNC");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Note [Module per context]
+// A CUmodule and its CUfunctions belong to the context they were loaded in. One executable
+// (keyed by graph and arch) serves every device its arch runs on: it keeps the image and loads it
+// into each device's primary context on first use there (torch uses the primary contexts too), and
+// every launch makes its module's context current. So autograd's thread, or a second GPU in the
+// same process, never uses a function from another context.
 class GpuModule : public KernelModule {
  public:
-  explicit GpuModule(CudaModule m) : module_(std::move(m)) {}
+  explicit GpuModule(std::string image) : image_(std::move(image)) {}
+
   Status resolve(const std::vector<std::string>& names) override {
-    functions_.clear();
-    for (const std::string& n : names) {
-      auto f = module_.function(n);
-      if (!f.ok()) return f.status();
-      functions_.push_back(f.value());
+    std::lock_guard<std::mutex> lock(mu_);
+    names_ = names;
+    for (auto& [device, loaded] : by_device_) {
+      Status s = loaded.resolve(names_);
+      if (!s.ok()) return s;
     }
     return {};
   }
-  Status launch(size_t kernel, const std::array<uint32_t, 3>& grid, const std::array<int, 3>& block,
-                int shared_bytes, void** args, void* stream) const override {
+
+  Status load_into(int device, int* code) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto loaded = get(device, code);
+    return loaded.ok() ? Status() : loaded.status();
+  }
+
+  Status launch(size_t kernel, int device, const std::array<uint32_t, 3>& grid,
+                const std::array<int, 3>& block, int shared_bytes, void** args,
+                void* stream) const override {
+    const CudaDriver& driver = CudaDriver::instance();
+    Result<DeviceLimits> limits = driver.limits(device);
+    if (!limits.ok()) return limits.status();
+    for (int d = 0; d < 3; ++d)
+      if (grid[d] > limits->max_grid[d])
+        return Status::error("grid dim " + std::to_string(d) + " = " + std::to_string(grid[d]) +
+                             " is above the device's limit " +
+                             std::to_string(limits->max_grid[d]));
+    if (block[0] * block[1] * block[2] > limits->max_threads_per_block)
+      return Status::error("block of " + std::to_string(block[0] * block[1] * block[2]) +
+                           " threads is above the device's limit");
+    if (shared_bytes > limits->max_shared_bytes_optin)
+      return Status::error(std::to_string(shared_bytes) + " bytes of shared memory is above the " +
+                           "device's limit of " + std::to_string(limits->max_shared_bytes_optin));
+    const Loaded* loaded = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto got = get(device, nullptr);
+      if (!got.ok()) return got.status();
+      loaded = got.value();
+    }
     LaunchDims g{grid[0], grid[1], grid[2]};
     LaunchDims b{static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
                  static_cast<unsigned>(block[2])};
-    return module_.launch(functions_.at(kernel), g, b, static_cast<unsigned>(shared_bytes), stream,
-                          args);
+    Status s = loaded->module.launch(loaded->functions.at(kernel), g, b,
+                                     static_cast<unsigned>(shared_bytes), stream, args);
+    if (!s.ok() || !sync_after_launch()) return s;
+    ScopedContext scope(driver, loaded->module.context());
+    cu::Result r = driver.api().cuStreamSynchronize(static_cast<cu::Stream>(stream));
+    if (r != cu::kSuccess)
+      return Status::error(driver.error_text("DYNGEN_SYNC: cuStreamSynchronize after the launch", r));
+    return {};
   }
+
+  Status copy_to_device(void* dst, const void* src, size_t bytes, int device,
+                        void* stream) const override {
+    const CudaDriver& driver = CudaDriver::instance();
+    Result<cu::Context> ctx = driver.primary_context(device);
+    if (!ctx.ok()) return ctx.status();
+    ScopedContext scope(driver, ctx.value());
+    if (!scope.status().ok()) return scope.status();
+    cu::Result r = driver.api().cuMemcpyHtoDAsync_v2(reinterpret_cast<cu::DevicePtr>(dst), src, bytes,
+                                                  static_cast<cu::Stream>(stream));
+    if (r != cu::kSuccess) return Status::error(driver.error_text("cuMemcpyHtoDAsync", r));
+    return {};
+  }
+
   bool on_gpu() const override { return true; }
 
  private:
-  CudaModule module_;
-  std::vector<cu::Function> functions_;
+  struct Loaded {
+    CudaModule module;
+    std::vector<cu::Function> functions;
+    Status resolve(const std::vector<std::string>& names) {
+      functions.clear();
+      for (const std::string& n : names) {
+        auto f = module.function(n);
+        if (!f.ok()) return f.status();
+        functions.push_back(f.value());
+      }
+      return {};
+    }
+  };
+
+  // The module in `device`'s context, loaded on first use. Caller holds mu_.
+  Result<const Loaded*> get(int device, int* code) const {
+    auto it = by_device_.find(device);
+    if (it != by_device_.end()) return &it->second;
+    cu::Result r = cu::kSuccess;
+    auto m = CudaModule::load(image_, device, CudaDriver::instance(), &r);
+    if (code) *code = r;
+    if (!m.ok()) return Status::error("device " + std::to_string(device) + ": " + m.message());
+    Loaded l{std::move(m).value(), {}};
+    Status s = l.resolve(names_);
+    if (!s.ok()) return s;
+    return &by_device_.emplace(device, std::move(l)).first->second;
+  }
+
+  std::string image_;
+  mutable std::mutex mu_;
+  std::vector<std::string> names_;
+  mutable std::map<int, Loaded> by_device_;
 };
 
 }  // namespace
@@ -75,10 +181,13 @@ Result<std::unique_ptr<KernelModule>> load_host_module(const std::string& so_byt
   return std::unique_ptr<KernelModule>(new HostModule(std::move(m).value()));
 }
 
-Result<std::unique_ptr<KernelModule>> load_cuda_module(const std::string& image) {
-  auto m = CudaModule::load(image);
-  if (!m.ok()) return m.status();
-  return std::unique_ptr<KernelModule>(new GpuModule(std::move(m).value()));
+Result<std::unique_ptr<KernelModule>> load_cuda_module(const std::string& image, int device,
+                                                       int* code) {
+  if (code) *code = 0;
+  auto m = std::make_unique<GpuModule>(image);
+  Status s = m->load_into(device, code);
+  if (!s.ok()) return s;
+  return std::unique_ptr<KernelModule>(std::move(m));
 }
 
 }  // namespace dg

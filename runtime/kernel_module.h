@@ -1,4 +1,4 @@
-// A loaded set of kernels, on a GPU (cubin/PTX through the driver) or on the host (emulation):
+// A loaded set of kernels, on GPUs (cubin/PTX through the driver) or on the host (emulation):
 // the executable launches through this one interface.
 #pragma once
 #include <array>
@@ -16,14 +16,24 @@ class KernelModule {
   virtual ~KernelModule() = default;
   // Looks up every kernel once; later launches refer to them by position.
   virtual Status resolve(const std::vector<std::string>& names) = 0;
-  virtual Status launch(size_t kernel, const std::array<uint32_t, 3>& grid,
+  // Launches kernel `kernel` on `device` (a CUDA ordinal; ignored on the host).
+  virtual Status launch(size_t kernel, int device, const std::array<uint32_t, 3>& grid,
                         const std::array<int, 3>& block, int shared_bytes, void** args,
                         void* stream) const = 0;
+  // Copies `bytes` from host memory to `dst` on `device`, ordered on `stream` (a scalar passed
+  // by value); the source may be reused as soon as this returns.
+  virtual Status copy_to_device(void* dst, const void* src, size_t bytes, int device,
+                                void* stream) const = 0;
   virtual bool on_gpu() const = 0;
 };
 
-// .so bytes from the host compiler (EmuModule) / a cubin or PTX image from NVRTC.
+// .so bytes from the host compiler (EmuModule).
 Result<std::unique_ptr<KernelModule>> load_host_module(const std::string& so_bytes);
-Result<std::unique_ptr<KernelModule>> load_cuda_module(const std::string& image);
+
+// A cubin or PTX image from NVRTC, loaded now into `device`'s primary context (so that a refused
+// image shows at compile time, with the driver's result in `code`) and later into any other
+// device's on first launch there: Note [Module per context].
+Result<std::unique_ptr<KernelModule>> load_cuda_module(const std::string& image, int device,
+                                                       int* code = nullptr);
 
 }  // namespace dg

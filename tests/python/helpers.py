@@ -65,3 +65,13 @@ def moe_tail(expert):
         out.index_add_(0, top_x, y.to(x.dtype))
         return out
     return f
+
+
+def assert_close(got: torch.Tensor, want: torch.Tensor, what: str = "", rtol=None, atol=None):
+    """Element by element within rtol/atol (defaults by dtype: bf16 rounding for bf16)."""
+    got, want = got.detach(), want.detach()
+    assert got.shape == want.shape and got.dtype == want.dtype, (
+        f"{what}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}")
+    tol = {torch.bfloat16: (2e-2, 1e-3), torch.float16: (2e-3, 1e-4)}.get(want.dtype, (1e-4, 1e-5))
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol or tol[0],
+                               atol=atol or tol[1], msg=lambda m: f"{what}: {m}")

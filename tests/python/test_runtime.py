@@ -48,7 +48,7 @@ def test_ctypes_binding_matches_dyngen_h():
     assert declared == set(_capi._SIGNATURES)
     stats = re.search(r"typedef struct dg_stats \{(.*?)\} dg_stats;", header, re.S).group(1)
     assert re.findall(r"int64_t (\w+);", stats) == [f for f, _ in _capi.DgStats._fields_]
-    assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 + 4
+    assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 * 4
     assert _capi._DG_TENSOR.size == ctypes.sizeof(_capi.DgTensor)  # Note [Packing dg_tensor ...]
     t = _capi._to_dg(torch.zeros(3, 5, dtype=torch.bfloat16))
     assert (t.rank, t.dtype, list(t.shape)) == (2, 1, [3, 5, 0, 0, 0, 0, 0, 0])
@@ -102,25 +102,51 @@ def test_memory_cache_and_reset_stats():
 
 
 def test_fallback_is_eager_for_every_size_with_reason(fresh, opts, tmp_path, caplog):
-    """An op outside the catalog: the graph runs eagerly (no per-shape recompile), and the
-    reason is recorded; DYNGEN_DUMP writes what was exported; DYNGEN_LOG=info logs it."""
-    opts(dump_dir=str(tmp_path), log="info")
+    """An op outside the catalog: the graph runs eagerly (no per-shape recompile), the reason is
+    recorded and warned about once; DYNGEN_DUMP writes what was exported; DYNGEN_LOG=info logs
+    it."""
+    opts(dump_dir=str(tmp_path), log="info", strict=False)
 
     def f(x, w):
         return torch.cumsum(x @ w, dim=0).sin()
 
     compiled = dyngen.thunderfx.compile(f, dynamic=True)
     w = torch.randn(8, 4)
-    with caplog.at_level(logging.INFO, logger="dyngen"):
+    with caplog.at_level(logging.INFO, logger="dyngen"), pytest.warns(
+            dyngen.FallbackWarning, match=r"graph0\.inference runs eagerly: .*op cumsum") as warned:
         for n in (3, 5, 9, 16):
             x = torch.randn(n, 8)
             torch.testing.assert_close(compiled(x, w), f(x, w))
+    assert len([w for w in warned if issubclass(w.category, dyngen.FallbackWarning)]) == 1
     s = dyngen.stats()
     assert s["backend_calls"] == 1 and s["dynamic_graphs"] == 1
     assert [fb["graph"] for fb in s["fallbacks"]] == ["graph0.inference"]
     assert "op cumsum" in s["fallbacks"][0]["reason"]
     assert "fallback to eager for graph0.inference" in caplog.text
     assert list(tmp_path.iterdir()) == []  # nothing was exported
+
+
+def test_strict_fallback_raises_with_the_op_name(fresh, opts):
+    """DYNGEN_STRICT=1: the graph dyngen cannot take is an error naming the op, not eager."""
+    opts(strict=True)
+    compiled = dyngen.thunderfx.compile(lambda x: torch.cumsum(x, dim=0).sin(), dynamic=True)
+    with pytest.raises(Exception, match=r"op cumsum.*DYNGEN_STRICT=1") as raised:
+        compiled(torch.randn(5, 3))
+    assert "FallbackError" in f"{raised.type.__name__}: {raised.value}"
+    assert dyngen.stats()["fallbacks"] == []
+
+
+def test_record_fallback_warns_once_per_graph_and_reason(opts):
+    from dyngen.stats import record_fallback
+    opts(strict=False)
+    with pytest.warns(dyngen.FallbackWarning) as warned:
+        for _ in range(3):
+            record_fallback("g_once", "reason A")
+        record_fallback("g_once", "reason B")
+        record_fallback("g_other", "reason A")
+    assert [str(w.message) for w in warned] == [
+        "dyngen: g_once runs eagerly: reason A", "dyngen: g_once runs eagerly: reason B",
+        "dyngen: g_other runs eagerly: reason A"]
 
 
 def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):

@@ -8,13 +8,14 @@ Modules: export (FX -> IR), ir / text / fb_writer (the IR, its text form, graph.
 executor seam: capi or reference), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
 `dyngen.thunderfx` imports Thunder, so it is loaded on first use.
 """
-from .errors import ExportError, InvalidGraph, LaunchError, LibraryNotFound, Unsupported
+from .errors import (ExportError, FallbackError, FallbackWarning, InvalidGraph, LaunchError,
+                     LibraryNotFound, Unsupported)
 from .export import Exported, export
 from .compiled import CompiledGraph, compile_graph
 from .runtime import Executable, compile_ir, compile_text, executor_kind
 from .stats import reset_stats, stats
 
-__all__ = ["Unsupported", "ExportError", "InvalidGraph", "LaunchError", "LibraryNotFound",
+__all__ = ["Unsupported", "ExportError", "FallbackError", "FallbackWarning", "InvalidGraph", "LaunchError", "LibraryNotFound",
            "Exported", "export", "CompiledGraph", "compile_graph", "Executable", "compile_ir",
            "compile_text", "executor_kind", "stats", "reset_stats", "thunderfx", "aot"]
 __version__ = "0.1.0"

@@ -24,9 +24,13 @@ DG_OK, DG_ERR_INTERNAL, DG_ERR_INVALID_INPUT, DG_ERR_UNSUPPORTED, DG_ERR_COMPILE
     range(6))
 
 
+DG_DEVICE_HOST, DG_DEVICE_CUDA = 0, 1
+
+
 class DgTensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * DG_MAX_RANK),
-                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32),
+                ("device_type", ctypes.c_int32), ("device_index", ctypes.c_int32)]
 
 
 class DgCompileOptions(ctypes.Structure):
@@ -131,16 +135,19 @@ def reset_stats() -> None:
 # Note [Packing dg_tensor arguments]
 # A call converts every input to a dg_tensor. Building ctypes Structures field by field costs
 # microseconds per tensor; one precompiled struct.Struct packs a whole dg_tensor (data pointer,
-# eight int64 dims, rank, dtype) into a bytearray that a DgTensor array then views. Outputs are
-# read back the same way. test_ctypes_binding_matches_dyngen_h checks the layout.
-_DG_TENSOR = struct.Struct(f"@P{DG_MAX_RANK}qii")
+# eight int64 dims, rank, dtype, device type and index) into a bytearray that a DgTensor array
+# then views. Outputs are read back the same way. test_ctypes_binding_matches_dyngen_h checks the
+# layout.
+_DG_TENSOR = struct.Struct(f"@P{DG_MAX_RANK}qiiii")
 _ZEROS = (0,) * DG_MAX_RANK
 _DTYPE_CODE = {d.torch: d.value for d in DType}
 _TORCH_DTYPE = {d.value: d.torch for d in DType}
 
 
-def _pack_inputs(inputs) -> ctypes.Array:
-    """Note [Packing dg_tensor arguments]: the inputs as a DgTensor array."""
+def _pack_inputs(inputs, host_memory_as_device: bool = False) -> ctypes.Array:
+    """Note [Packing dg_tensor arguments]: the inputs as a DgTensor array. CUDA tensors carry
+    their device; CPU tensors are host memory, or with `host_memory_as_device` (the driver
+    double's test switch) device 0's memory, except rank-0 ones, which stay host scalars."""
     size = _DG_TENSOR.size
     buf = bytearray(size * max(1, len(inputs)))
     pack = _DG_TENSOR.pack_into
@@ -153,9 +160,15 @@ def _pack_inputs(inputs) -> ctypes.Array:
                 raise LaunchError(f"input {k}: dtype {x.dtype} is not supported")
             if rank > DG_MAX_RANK:
                 raise LaunchError(f"input {k}: rank {rank} is above {DG_MAX_RANK}")
-            pack(buf, k * size, x.data_ptr(), *shape, *_ZEROS[rank:], rank, code)
+            if x.is_cuda:
+                where, index = DG_DEVICE_CUDA, x.get_device()
+            elif host_memory_as_device and rank:
+                where, index = DG_DEVICE_CUDA, 0
+            else:
+                where, index = DG_DEVICE_HOST, 0
+            pack(buf, k * size, x.data_ptr(), *shape, *_ZEROS[rank:], rank, code, where, index)
         else:  # a symbolic-integer argument
-            pack(buf, k * size, 0, int(x), *_ZEROS[1:], -1, 0)
+            pack(buf, k * size, 0, int(x), *_ZEROS[1:], -1, 0, 0, 0)
     return (DgTensor * max(1, len(inputs))).from_buffer(buf)
 
 
@@ -190,10 +203,13 @@ class CapiExecutable(Executable):
     kind = "capi"
 
     def __init__(self, source: "bytes | str", target: str | None = None,
-                 emit_dir: str | None = None):
-        """`emit_dir`: a folder for the core's IR after each pass and the generated source."""
+                 emit_dir: str | None = None, host_memory_as_device: bool = False):
+        """`emit_dir`: a folder for the core's IR after each pass and the generated source.
+        `host_memory_as_device`: CPU tensors are passed as device 0's (the driver double)."""
         lib = load()
         self._lib = lib
+        self._as_device = host_memory_as_device
+        self.target = target
         g = load_graph(source)
         try:
             opts = DgCompileOptions(target.encode() if target else None, None,
@@ -222,7 +238,7 @@ class CapiExecutable(Executable):
         outputs' (shape, dtype code) and the workspace bytes)."""
         if len(inputs) != self.num_inputs:
             raise LaunchError(f"expected {self.num_inputs} inputs, got {len(inputs)}")
-        ins = _pack_inputs(inputs)
+        ins = _pack_inputs(inputs, self._as_device)
         nout = self.num_outputs
         out_buf = bytearray(_DG_TENSOR.size * max(1, nout))
         outs = (DgTensor * max(1, nout)).from_buffer(out_buf)
@@ -232,8 +248,8 @@ class CapiExecutable(Executable):
         specs = []
         for k in range(nout):
             f = _DG_TENSOR.unpack_from(out_buf, k * _DG_TENSOR.size)
-            rank = f[-2]
-            specs.append((f[1:1 + rank], f[-1]))
+            rank = f[1 + DG_MAX_RANK]
+            specs.append((f[1:1 + rank], f[2 + DG_MAX_RANK]))
         return ins, outs, out_buf, specs, ws.value
 
     def prepare(self, inputs):
@@ -246,7 +262,9 @@ class CapiExecutable(Executable):
         the symbols, runs the shape program and packs the kernel arguments without launching:
         the outputs come back uninitialized (for measuring host overhead)."""
         ins, outs, out_buf, specs, ws_bytes = self._prepare(inputs)
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
+        # Outputs go where the kernels run: the CUDA tensors' device (a 0-d CPU scalar beside
+        # them does not count), else the CPU.
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor) and x.is_cuda),
                       torch.device("cpu"))
         results = []
         for k, (shape, code) in enumerate(specs):

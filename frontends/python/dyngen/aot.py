@@ -12,6 +12,7 @@ import torch
 from torch._decomp import get_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
+from .errors import FallbackError
 from .stats import bump, record_fallback
 from .compiled import compile_graph
 from .options import log
@@ -29,6 +30,8 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str):
     dyngen cannot take it; the reason is recorded either way."""
     try:
         fn = compile_graph(gm, example_inputs, name)
+    except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
+        raise
     except Exception as e:  # noqa: BLE001 - any failure falls back, never a per-shape recompile
         record_fallback(name, f"{type(e).__name__}: {e}")
         log.debug("eager ATen graph for %s:\n%s", name, gm.code)

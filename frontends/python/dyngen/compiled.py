@@ -14,13 +14,16 @@ class CompiledGraph:
     """Calls the executable with the IR inputs taken from the FX arguments (tensors made
     contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
 
-    def __init__(self, exported: Exported, name: str = "graph"):
+    def __init__(self, exported: Exported, name: str = "graph", device=None):
+        """`device`: where the example inputs live; the executor follows it (Note [Executor
+        choice])."""
         self.exported = exported
         self.name = name
         self.exe = None
         if exported.graph.outputs:
-            fb = exported.fb if runtime.executor_kind() == "capi" else None
-            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb)
+            fb = exported.fb if runtime.plan_for(device)[0] == "capi" else None
+            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb,
+                                          device=device)
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -57,4 +60,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
     text = exported.text
     dump(name, text, exported.fb if options().dump_dir else None)
     log.debug("exported %s:\n%s", name, text)
-    return CompiledGraph(exported, name)
+    # The CUDA tensors' device if any (a 0-d CPU scalar beside them does not decide), else CPU.
+    tensors = [x for x in (example_inputs or []) if isinstance(x, torch.Tensor)]
+    device = next((x.device for x in tensors if x.device.type == "cuda"), None)
+    return CompiledGraph(exported, name, device)

@@ -24,3 +24,12 @@ class LibraryNotFound(RuntimeError):
 class InvalidGraph(ValueError):
     """The core refused a graph (graph.fb or text): malformed, truncated, or failing verification.
     The message is the core's (dg_last_error), e.g. "not a dyngen graph.fb file"."""
+
+
+class FallbackError(RuntimeError):
+    """DYNGEN_STRICT=1: dyngen would have run a graph eagerly (or without its C library); the
+    message names the graph and the reason (e.g. the unsupported op)."""
+
+
+class FallbackWarning(UserWarning):
+    """dyngen runs a graph eagerly, or without its C library: once per graph and reason."""

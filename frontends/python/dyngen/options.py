@@ -11,8 +11,12 @@ class Options:
     log: str = ""            # DYNGEN_LOG: "", "info" or "debug"
     dump_dir: str = ""       # DYNGEN_DUMP: folder for each exported graph (graph.fb + IR text)
     lib_path: str = ""       # DYNGEN_LIB: path to libdyngen.so
-    executor: str = ""       # DYNGEN_EXECUTOR: "reference", "capi", or "" (capi if it loads)
-    target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("" lets the core choose)
+    executor: str = ""       # DYNGEN_EXECUTOR: "", "reference" or "emulate": Note [Executor choice]
+    target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("": from the tensors)
+    strict: bool = False     # DYNGEN_STRICT=1: a fallback raises instead of warning
+    # DYNGEN_TEST_DRIVER_DOUBLE=1 (tests only): CPU tensors take the GPU path (target cuda:0)
+    # through the driver double that DYNGEN_CUDA_DRIVER names, its device memory being host memory.
+    driver_double: bool = False
 
     @staticmethod
     def from_env() -> "Options":
@@ -20,7 +24,9 @@ class Options:
         return Options(log=e.get("DYNGEN_LOG", "").lower(), dump_dir=e.get("DYNGEN_DUMP", ""),
                        lib_path=e.get("DYNGEN_LIB", ""),
                        executor=e.get("DYNGEN_EXECUTOR", "").lower(),
-                       target=e.get("DYNGEN_TARGET", ""))
+                       target=e.get("DYNGEN_TARGET", ""),
+                       strict=e.get("DYNGEN_STRICT", "0") not in ("", "0"),
+                       driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"))
 
 
 _options = Options.from_env()

@@ -4,13 +4,21 @@ Note [Executor choice]
 Two implementations of one interface:
   "capi"       libdyngen.so through ctypes (_capi.py): the C core verifies, compiles (NVRTC or the
                host compiler), caches in memory and on disk, and launches.
-  "reference"  a PyTorch interpreter of the IR text (reference.py): no code generation, eager
-               kernels op by op; it proves export fidelity and runs everything before the C
-               library exists.
-The choice is made once per process: DYNGEN_EXECUTOR=reference|capi forces one; otherwise "capi"
-when the library loads, else "reference". `dyngen.stats()["executor"]` reports it. Both take an
-IR Graph (`compile_ir`): "capi" sends it to the core as graph.fb bytes (fb_writer.py,
-dg_graph_load), "reference" interprets its text form. Both bind symbols from the inputs' shapes.
+  "reference"  a PyTorch interpreter of the IR (reference.py): no code generation, ATen ops one
+               by one; still one compile for every size.
+The executor follows the tensors (the device of the graph's example inputs):
+  CUDA tensors  the generated kernels ("capi", target cuda:N);
+  CPU tensors   the reference executor by default, since the host emulation of the CUDA kernels
+                is far slower than eager there; DYNGEN_EXECUTOR=emulate runs the generated kernels
+                under host emulation ("capi", target host), as `dyngen run` and the kernel tests
+                do; DYNGEN_TEST_DRIVER_DOUBLE=1 (tests) sends them down the GPU path through the
+                driver double.
+DYNGEN_EXECUTOR=reference forces the reference executor everywhere; DYNGEN_TARGET forces a target.
+When the C library cannot load where it is needed, the graph runs on the reference executor and
+that is a fallback (Note [No silent fallbacks]): warned once, or raised under DYNGEN_STRICT=1.
+`dyngen.stats()["executor"]` reports what CPU tensors use. "capi" sends graph.fb bytes
+(fb_writer.py, dg_graph_load), "reference" interprets the graph. Both bind symbols from the
+inputs' shapes.
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ import threading
 
 import torch
 
-from .stats import bump, dump_stem, set_executor
+from .stats import bump, dump_stem, record_fallback, set_executor
 from .errors import LaunchError
 from .ir import Graph
 from .options import log, options
@@ -92,34 +100,63 @@ def _bind_one(bind: dict, s, n: int, k: int) -> None:
 _lock = threading.Lock()
 _memory: dict[str, Executable] = {}
 _kind: str | None = None
+_library_error: str | None = None
+
+
+def _library_loads() -> bool:
+    """Whether libdyngen.so loads (tried once); the error is kept for the fallback message."""
+    global _library_error
+    from . import _capi
+    if _library_error is None:
+        try:
+            _capi.load()
+            _library_error = ""
+        except Exception as e:  # noqa: BLE001 - any load failure means "no C executor"
+            _library_error = f"{type(e).__name__}: {e}"
+    return not _library_error
+
+
+def plan_for(device=None) -> tuple[str, str | None]:
+    """(executor, C target) for tensors on `device` (None: the CPU): Note [Executor choice]."""
+    opts = options()
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if opts.executor == "reference":
+        return "reference", None
+    if dev.type == "cuda":
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        return "capi", opts.target or f"cuda:{index}"
+    if opts.driver_double:
+        return "capi", opts.target or "cuda:0"
+    if opts.executor in ("emulate", "capi"):
+        return "capi", opts.target or "host"
+    return "reference", None
 
 
 def executor_kind() -> str:
-    """Note [Executor choice]."""
+    """What CPU tensors run on, "capi" or "reference" (Note [Executor choice])."""
     global _kind
     if _kind is None:
-        forced = options().executor
-        if forced == "reference":
-            _kind = "reference"
-        else:
-            from . import _capi
-            try:
-                _capi.load()
-                _kind = "capi"
-            except Exception as e:  # noqa: BLE001 - any load failure means "no C executor"
-                if forced == "capi":
-                    raise
-                log.info("C executor unavailable (%s); using the reference executor", e)
-                _kind = "reference"
+        kind, _ = plan_for(None)
+        if kind == "capi" and not _library_loads():
+            kind = "reference"
+        _kind = kind
         set_executor(_kind)
     return _kind
 
 
 def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
-               fb: bytes | None = None) -> Executable:
-    """Compiles (or fetches) the executable for an IR graph with the process's executor. `text`
-    and `fb` are the graph's text form and graph.fb bytes when the caller already has them."""
-    kind = executor_kind()
+               fb: bytes | None = None, device=None) -> Executable:
+    """Compiles (or fetches) the executable for an IR graph, for tensors on `device` (None: the
+    CPU). `text` and `fb` are the graph's text form and graph.fb bytes when the caller has them."""
+    kind, target = plan_for(device)
+    if kind == "capi" and not _library_loads():
+        if options().executor == "emulate":
+            from . import _capi
+            _capi.load()  # raises LibraryNotFound: emulation was asked for by name
+        record_fallback(name, f"libdyngen.so cannot load ({_library_error})",
+                        "runs on the reference executor")
+        kind = "reference"
+    executor_kind()
     if kind == "capi":
         from ._capi import CapiExecutable
         from .fb_writer import write_graph_fb
@@ -127,9 +164,17 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
         if options().dump_dir:  # the core's files for this graph, next to stats.dump's
             text = text if text is not None else graph.to_text()
             emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
-        exe = CapiExecutable(fb if fb is not None else write_graph_fb(graph),
-                             target=options().target or None, emit_dir=emit_dir)
-        log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
+        fb = fb if fb is not None else write_graph_fb(graph)
+        emulation = None
+        if options().driver_double and target == "cuda:0" and (device is None or
+                                                                torch.device(device).type == "cpu"):
+            # The double runs each kernel with the host module of the same source, which must be
+            # loaded in this process (Note [How the double runs a kernel]).
+            emulation = CapiExecutable(fb, target="host")
+        exe = CapiExecutable(fb, target=target, emit_dir=emit_dir,
+                             host_memory_as_device=emulation is not None)
+        exe._emulation = emulation
+        log.info("compiled %s with the C executor for %s (key %s)", name, target, exe.key[:12])
         return exe
     text = text if text is not None else graph.to_text()
     key = hashlib.sha256(text.encode()).hexdigest()
@@ -148,11 +193,11 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
     return exe
 
 
-def compile_text(text: str, name: str = "graph") -> Executable:
+def compile_text(text: str, name: str = "graph", device=None) -> Executable:
     """compile_ir for a graph given in the IR text form (parsed here; the C executor still
     receives graph.fb bytes)."""
     from .text import parse_graph_text
-    return compile_ir(parse_graph_text(text), name, text=text)
+    return compile_ir(parse_graph_text(text), name, text=text, device=device)
 
 
 def capi_stats() -> dict | None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
+from .errors import FallbackError, FallbackWarning
 from .options import log, options
 
 
@@ -41,10 +43,26 @@ def bump(name: str, n: int = 1) -> None:
         setattr(_c, name, getattr(_c, name) + n)
 
 
-def record_fallback(graph: str, reason: str) -> None:
+# (graph, reason) pairs already warned about: Note [No silent fallbacks].
+_warned: set = set()
+
+
+def record_fallback(graph: str, reason: str, what: str = "runs eagerly") -> None:
+    """Note [No silent fallbacks]
+    Every place where dyngen does not run what was asked (a graph left to eager PyTorch, the C
+    library that cannot load) comes here. The fallback is counted in stats()["fallbacks"] and
+    warned about once per graph and reason (a FallbackWarning); with DYNGEN_STRICT=1 it raises
+    FallbackError instead, so a test cannot pass by comparing torch with torch."""
+    message = f"dyngen: {graph} {what}: {reason}"
+    if options().strict:
+        raise FallbackError(message + " (DYNGEN_STRICT=1)")
     with _lock:
         _c.fallbacks.append({"graph": graph, "reason": reason})
+        first = (graph, reason) not in _warned
+        _warned.add((graph, reason))
     log.info("fallback to eager for %s: %s", graph, reason)
+    if first:
+        warnings.warn(message, FallbackWarning, stacklevel=2)
 
 
 def set_executor(kind: str) -> None:

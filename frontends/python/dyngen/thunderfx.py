@@ -26,6 +26,7 @@ from torch.utils import _pytree as pytree
 
 from .stats import bump, count_thunder_cache_misses, record_fallback, register_thunder_compiler
 from .aot import compile_dynamic
+from .errors import FallbackError
 from .options import log
 
 
@@ -67,6 +68,8 @@ class Backend:
             bump("dynamic_graphs")
             try:
                 fn = compile_dynamic(gm, example_inputs, name)
+            except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
+                raise
             except Exception as e:  # noqa: BLE001 - dyngen never makes a graph fail
                 reason = f"{type(e).__name__}: {e}"
                 record_fallback(name, reason)

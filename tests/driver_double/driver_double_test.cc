@@ -1,0 +1,119 @@
+// The GPU launch path (cuda_driver -> kernel_module -> executable) through the driver double,
+// which checks each call as the driver would and runs the kernels' host emulation.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/disk_cache.h"
+#include "runtime/host_run.h"
+#include "tests/driver_double/double_test_util.h"
+
+namespace dg::driver_double {
+namespace {
+
+void expect_matches_reference(const Graph& g, const Executable& exe, int64_t s, int device,
+                              std::vector<int> host_scalars = {}) {
+  auto inputs = make_random_inputs(g, {{g.symbols.at(0).symbol_name(), s}}, 40 + s);
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+  HostRunOptions where{device, std::move(host_scalars)};
+  auto checks = check_against_reference(g, exe, inputs.value(), 1.0, where);
+  ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
+  for (const OutputCheck& c : checks.value())
+    EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
+}
+
+TEST(DriverDouble, IsTheDriverTheRuntimeOpened) {
+  const CudaDriver& d = CudaDriver::instance();
+  ASSERT_TRUE(d.available()) << d.unavailable_reason();
+  EXPECT_EQ(d.device_count(), 2);
+  EXPECT_EQ(d.default_arch(0), "sm_90a");
+  EXPECT_LT(d.driver_version(), 13000);
+  EXPECT_TRUE(arch_runs_on("sm_90", 90));
+  EXPECT_TRUE(arch_runs_on("sm_90a", 90));
+  EXPECT_TRUE(arch_runs_on("sm_80", 86));
+  EXPECT_FALSE(arch_runs_on("sm_90a", 100));
+  EXPECT_FALSE(arch_runs_on("sm_100", 90));
+  EXPECT_TRUE(arch_runs_on("compute_80", 90));
+}
+
+TEST(DriverDouble, SeedForwardRunsThroughTheDriverAndMatchesTheReference) {
+  Graph g = load_fixture("seed_expert_mlp.dgir");
+  CompileOutcome o = compile_for_double(g);
+  ASSERT_TRUE(o.ok()) << o.error;
+  ASSERT_TRUE(o.executable->on_gpu());
+  EXPECT_EQ(o.executable->target(), "sm_90a");
+  // As under torch: device 0's primary context is current on this thread.
+  ASSERT_TRUE(CudaDriver::instance().ensure_context(0).ok());
+  the_double().clear_calls();
+  expect_matches_reference(g, *o.executable, 37, 0);
+  std::string calls = launch_calls(the_double().calls());
+  std::cout << "driver calls for one seed forward (s=37):\n" << calls;
+  EXPECT_NE(calls.find("cuLaunchKernel"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("refused"), std::string::npos) << calls;
+  expect_matches_reference(g, *o.executable, 2, 0);
+}
+
+TEST(DriverDouble, SeedBackwardRunsThroughTheDriverAndMatchesTheReference) {
+  Graph g = load_fixture("seed_expert_mlp_backward.dgir");
+  CompileOutcome o = compile_for_double(g);
+  ASSERT_TRUE(o.ok()) << o.error;
+  for (int64_t s : {2, 37}) expect_matches_reference(g, *o.executable, s, 0);
+  EXPECT_EQ(std::string(the_double().calls()).find("refused"), std::string::npos);
+}
+
+const char* kScaled = R"(graph @scaled
+sym s0 in [2, inf] div 1
+input %x: f32[s0, 8]
+input %scale: f32[]
+%y: f32[s0, 8] = mul(%x, %scale)
+output %y
+)";
+
+TEST(DriverDouble, HostScalarBesideGpuTensorsIsPassedByValue) {
+  Graph g = parse(kScaled);
+  CompileOutcome o = compile_for_double(g);
+  ASSERT_TRUE(o.ok()) << o.error;
+  the_double().clear_calls();
+  expect_matches_reference(g, *o.executable, 5, 0, /*host_scalars=*/{1});
+  EXPECT_NE(std::string(the_double().calls()).find("cuMemcpyHtoDAsync bytes=4 ctx0"),
+            std::string::npos)
+      << the_double().calls();
+  // A host tensor of rank 1 is not a scalar: a clear error, nothing launched.
+  auto inputs = make_random_inputs(g, {{"s0", 5}}, 1);
+  ASSERT_TRUE(inputs.ok());
+  auto out = run_on_host(*o.executable, inputs.value(), HostRunOptions{0, {0}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.message().find("host memory"), std::string::npos) << out.message();
+}
+
+TEST(DriverDouble, TwoDevicesLoadTheModuleIntoEachContext) {
+  Graph g = parse(kScaled);
+  CompileOutcome o = compile_for_double(g, "cuda:1");
+  ASSERT_TRUE(o.ok()) << o.error;
+  expect_matches_reference(g, *o.executable, 7, 0);
+  expect_matches_reference(g, *o.executable, 9, 1);
+  expect_matches_reference(g, *o.executable, 11, 0);
+  std::string calls = launch_calls(the_double().calls());
+  // One module per context, each loaded once: on first use there.
+  EXPECT_NE(calls.find("cuModuleLoadDataEx options=4 ctx0"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("cuModuleLoadDataEx options=4 ctx1"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("params=4 ctx1"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("params=4 ctx0"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("refused"), std::string::npos) << calls;
+  // Tensors on two devices in one call are refused before any launch.
+  auto inputs = make_random_inputs(g, {{"s0", 3}}, 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<dg_tensor> in(2), out(1);
+  in[0] = {inputs.value()[0].bytes.data(), {3, 8}, 2, static_cast<int>(DType::kF32),
+           DG_DEVICE_CUDA, 0};
+  in[1] = {inputs.value()[1].bytes.data(), {}, 0, static_cast<int>(DType::kF32),
+           DG_DEVICE_CUDA, 1};
+  size_t ws = 0;
+  Status s = o.executable->prepare(in.data(), 2, out.data(), 1, &ws);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("different devices"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace dg::driver_double
