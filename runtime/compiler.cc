@@ -11,6 +11,7 @@
 #include "ir/sha256.h"
 #include "ir/text_format.h"
 #include "passes/pipeline.h"
+#include "runtime/cache_key.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/emu/device_headers.h"
@@ -94,21 +95,28 @@ struct ResolvedTarget {
   bool runnable;     // a device here can run it
 };
 
+// The arch of the GPU here: Note [Kernel cache key] (the same function a CPU machine's prebuild
+// relies on).
+std::string device_arch(const CudaDriver& driver) {
+  Result<int> cc = driver.compute_capability();
+  return cc.ok() ? arch_for_compute_capability(cc.value()) : driver.default_arch();
+}
+
 Result<ResolvedTarget> resolve_target(const std::string& requested) {
   CudaDriver& driver = CudaDriver::instance();
   if (requested == "host") return ResolvedTarget{"host", true};
   if (requested.empty()) {
-    if (driver.available()) return ResolvedTarget{driver.default_arch(), true};
+    if (driver.available()) return ResolvedTarget{device_arch(driver), true};
     return ResolvedTarget{"host", true};
   }
   if (requested == "cuda") {
     if (!driver.available())
       return Status::error("target cuda: no usable GPU (" + driver.unavailable_reason() + ")");
-    return ResolvedTarget{driver.default_arch(), true};
+    return ResolvedTarget{device_arch(driver), true};
   }
   if (requested.rfind("sm_", 0) != 0)
     return Status::error("unknown target '" + requested + "' (host, cuda, sm_80, sm_90a, ...)");
-  bool runnable = driver.available() && driver.default_arch() == requested;
+  bool runnable = driver.available() && device_arch(driver) == requested;
   return ResolvedTarget{requested, runnable};
 }
 
@@ -126,6 +134,16 @@ CompileOutcome failure(int status, std::string message) {
 }  // namespace
 
 const char* dyngen_version() { return "0.1.0"; }
+
+KernelKeyParts kernel_key_parts(const std::string& source, const std::string& arch) {
+  KernelKeyParts p;
+  p.version = dyngen_version();
+  p.arch = arch;
+  p.compiler = arch == "host" ? host_compiler_identity() : "nvrtc " + nvrtc_version();
+  p.headers_digest = device_headers_digest();
+  p.source_digest = sha256_hex(source);
+  return p;
+}
 
 CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) {
   auto target = resolve_target(request.target);
@@ -172,14 +190,13 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   if (!request.emit_dir.empty()) write_file(emit / "kernels.cu", plan.source);
 
   bool host = target->name == "host";
-  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version();
-  std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
-                               target->name + "\n" + compiler_id + "\n" + device_headers_digest() +
-                               "\n" + sha256_hex(plan.source));
+  // Note [Kernel cache key]: `stored_key` is what the entry holds, `key` its file stem.
+  const std::string stored_key = kernel_cache_key(kernel_key_parts(plan.source, target->name));
+  const std::string key = sha256_hex(stored_key);
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
-  std::optional<std::string> binary = cache.get(key);
+  std::optional<std::string> binary = cache.get(stored_key);
   CacheCounters after = cache.counters();
   g_corrupt += static_cast<int64_t>(after.corrupt_entries - before.corrupt_entries);
   CacheHit hit = CacheHit::kMiss;
@@ -206,7 +223,8 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
       }
-      (void)cache.put(key, *binary);  // a failed write has already degraded to memory + warned
+      // A failed write has already degraded the cache to memory and warned.
+      (void)cache.put(stored_key, *binary);
     }
     if (!target->runnable) break;
     auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary);
@@ -215,7 +233,7 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
       break;
     }
     // Note [Failed module load is a miss]: drop the entry and compile again, once.
-    cache.invalidate(key);
+    cache.invalidate(stored_key);
     binary.reset();
     if (attempt == 1) return failure(DG_ERR_INTERNAL, "cannot load kernels: " + loaded.message());
   }

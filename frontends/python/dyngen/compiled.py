@@ -14,13 +14,14 @@ class CompiledGraph:
     """Calls the executable with the IR inputs taken from the FX arguments (tensors made
     contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
 
-    def __init__(self, exported: Exported, name: str = "graph"):
+    def __init__(self, exported: Exported, name: str = "graph", prebuild_archs=None):
         self.exported = exported
         self.name = name
         self.exe = None
         if exported.graph.outputs:
             fb = exported.fb if runtime.executor_kind() == "capi" else None
-            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb)
+            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb,
+                                          prebuild_archs=prebuild_archs)
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -50,11 +51,12 @@ class CompiledGraph:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
-                  name: str = "graph") -> CompiledGraph:
-    """Exports `gm` and compiles it with the process's executor (raises Unsupported)."""
+                  name: str = "graph", prebuild_archs=None) -> CompiledGraph:
+    """Exports `gm` and compiles it with the process's executor (raises Unsupported);
+    `prebuild_archs`: runtime.compile_ir."""
     exported = export(gm, example_inputs, name=name)
     bump("exported_graphs")
     text = exported.text
     dump(name, text, exported.fb if options().dump_dir else None)
     log.debug("exported %s:\n%s", name, text)
-    return CompiledGraph(exported, name)
+    return CompiledGraph(exported, name, prebuild_archs)

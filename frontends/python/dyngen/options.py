@@ -13,6 +13,8 @@ class Options:
     lib_path: str = ""       # DYNGEN_LIB: path to libdyngen.so
     executor: str = ""       # DYNGEN_EXECUTOR: "reference", "capi", or "" (capi if it loads)
     target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("" lets the core choose)
+    prebuild_archs: tuple = ()  # DYNGEN_PREBUILD_ARCHS=sm_80,sm_90a: also compile for these
+    cache_summary: bool = False  # DYNGEN_CACHE_SUMMARY=1: one line about the kernel cache at exit
 
     @staticmethod
     def from_env() -> "Options":
@@ -20,7 +22,21 @@ class Options:
         return Options(log=e.get("DYNGEN_LOG", "").lower(), dump_dir=e.get("DYNGEN_DUMP", ""),
                        lib_path=e.get("DYNGEN_LIB", ""),
                        executor=e.get("DYNGEN_EXECUTOR", "").lower(),
-                       target=e.get("DYNGEN_TARGET", ""))
+                       target=e.get("DYNGEN_TARGET", ""),
+                       prebuild_archs=parse_archs(e.get("DYNGEN_PREBUILD_ARCHS", "")),
+                       cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"))
+
+
+def parse_archs(archs) -> tuple:
+    """"sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept."""
+    if archs is None:
+        return ()
+    items = archs.split(",") if isinstance(archs, str) else list(archs)
+    out = []
+    for a in (str(x).strip() for x in items):
+        if a and a not in out:
+            out.append(a)
+    return tuple(out)
 
 
 _options = Options.from_env()

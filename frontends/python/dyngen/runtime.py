@@ -116,10 +116,13 @@ def executor_kind() -> str:
 
 
 def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
-               fb: bytes | None = None) -> Executable:
+               fb: bytes | None = None, prebuild_archs=None) -> Executable:
     """Compiles (or fetches) the executable for an IR graph with the process's executor. `text`
-    and `fb` are the graph's text form and graph.fb bytes when the caller already has them."""
+    and `fb` are the graph's text form and graph.fb bytes when the caller already has them.
+    `prebuild_archs` (default: DYNGEN_PREBUILD_ARCHS): also compile for these archs into the
+    kernel cache (Note [Prebuilding for other GPUs] in cache.py)."""
     kind = executor_kind()
+    archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if kind == "capi":
         from ._capi import CapiExecutable
         from .fb_writer import write_graph_fb
@@ -127,10 +130,16 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
         if options().dump_dir:  # the core's files for this graph, next to stats.dump's
             text = text if text is not None else graph.to_text()
             emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
-        exe = CapiExecutable(fb if fb is not None else write_graph_fb(graph),
-                             target=options().target or None, emit_dir=emit_dir)
+        fb = fb if fb is not None else write_graph_fb(graph)
+        exe = CapiExecutable(fb, target=options().target or None, emit_dir=emit_dir)
         log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
+        if archs:
+            from .cache import prebuild
+            prebuild(fb, name, archs)
         return exe
+    if archs:
+        from .cache import prebuild
+        prebuild(b"", name, archs)  # warns once: the reference executor has no kernel cache
     text = text if text is not None else graph.to_text()
     key = hashlib.sha256(text.encode()).hexdigest()
     with _lock:
