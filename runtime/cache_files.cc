@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 
@@ -77,6 +78,39 @@ int read_file_bytes(const std::string& path, std::string* out, FileId* id) {
       err = ENOMEM;
     }
     if (id != nullptr) *id = FileId{uint64_t(st.st_dev), uint64_t(st.st_ino), st.st_mtime};
+  }
+  ::close(fd);
+  return err;
+}
+
+int read_file_prefix(const std::string& path, size_t max_bytes, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int err = 0;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    err = errno;
+  } else if (!S_ISREG(st.st_mode)) {
+    err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+  }
+  if (err == 0) {
+    try {
+      out->resize(std::min<uint64_t>(max_bytes, static_cast<uint64_t>(st.st_size)));
+      size_t done = 0;
+      while (done < out->size()) {
+        const ssize_t n = ::read(fd, out->data() + done, out->size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          err = errno;
+          break;
+        }
+        if (n == 0) break;
+        done += static_cast<size_t>(n);
+      }
+      out->resize(done);
+    } catch (const std::exception&) {
+      err = ENOMEM;
+    }
   }
   ::close(fd);
   return err;

@@ -27,6 +27,9 @@ struct FileId {
 };
 int read_file_bytes(const std::string& path, std::string* out, FileId* id = nullptr);
 
+// Reads at most `max_bytes` from the start of a regular file into *out (less if it is shorter).
+int read_file_prefix(const std::string& path, size_t max_bytes, std::string* out);
+
 // The identity of the file now at `path` (lstat).
 int file_id(const std::string& path, FileId* id, uint64_t* size = nullptr);
 

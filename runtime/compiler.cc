@@ -11,6 +11,7 @@
 #include "ir/sha256.h"
 #include "ir/text_format.h"
 #include "passes/pipeline.h"
+#include "runtime/cache_key.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/emu/device_headers.h"
@@ -118,7 +119,7 @@ Result<ResolvedTarget> resolve_target(const std::string& requested) {
   CudaDriver& driver = CudaDriver::instance();
   if (requested == "host") return ResolvedTarget{"host", true};
   if (requested.empty()) {
-    if (driver.available()) return ResolvedTarget{driver.default_arch(), true};
+    if (driver.available()) return ResolvedTarget{driver.default_arch(0), true};
     return ResolvedTarget{"host", true};
   }
   if (requested == "cuda" || requested.rfind("cuda:", 0) == 0) {
@@ -186,6 +187,16 @@ CompileOutcome failure(int status, std::string message) {
 
 const char* dyngen_version() { return "0.1.0"; }
 
+KernelKeyParts kernel_key_parts(const std::string& source, const std::string& arch) {
+  KernelKeyParts p;
+  p.version = dyngen_version();
+  p.arch = arch;
+  p.compiler = arch == "host" ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
+  p.headers_digest = device_headers_digest();
+  p.source_digest = sha256_hex(source);
+  return p;
+}
+
 CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) {
   auto target = resolve_target(request.target);
   if (!target.ok()) return failure(DG_ERR_INVALID_INPUT, target.message());
@@ -232,15 +243,15 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
 
   bool host = target->name == "host";
   std::string arch = host ? "host" : binary_arch(target.value());
-  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
-  std::string source_sha = sha256_hex(plan.source);
-  std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
-                               arch + "\n" + compiler_id + "\n" + device_headers_digest() +
-                               "\n" + source_sha);
+  // Note [Kernel cache key]: `stored_key` is what the entry holds, `key` its file stem.
+  const KernelKeyParts key_parts = kernel_key_parts(plan.source, arch);
+  const std::string& source_sha = key_parts.source_digest;
+  const std::string stored_key = kernel_cache_key(key_parts);
+  const std::string key = sha256_hex(stored_key);
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
-  std::optional<std::string> binary = cache.get(key);
+  std::optional<std::string> binary = cache.get(stored_key);
   CacheCounters after = cache.counters();
   g_corrupt += static_cast<int64_t>(after.corrupt_entries - before.corrupt_entries);
   CacheHit hit = CacheHit::kMiss;
@@ -271,7 +282,8 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
       }
-      (void)cache.put(key, *binary);  // a failed write has already degraded to memory + warned
+      // A failed write has already degraded the cache to memory and warned.
+      (void)cache.put(stored_key, *binary);
     }
     if (!target->runnable) break;
     int code = 0;
@@ -285,7 +297,7 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     bool rejected = host || image_rejected(code);
     if (!rejected || attempt == 1)
       return failure(DG_ERR_INTERNAL, "cannot load kernels: " + loaded.message());
-    cache.invalidate(key);
+    cache.invalidate(stored_key);
     binary.reset();
   }
   if (hit == CacheHit::kMemory) ++g_mem_hits;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "runtime/cache_key.h"
 #include "runtime/executable.h"
 
 namespace dg {
@@ -42,5 +43,8 @@ void count_launch();
 
 // The dyngen version that enters every cache key.
 const char* dyngen_version();
+
+// The key parts (Note [Kernel cache key]) the compile path uses for CUDA `source` on `arch`.
+KernelKeyParts kernel_key_parts(const std::string& source, const std::string& arch);
 
 }  // namespace dg

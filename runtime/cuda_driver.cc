@@ -1,5 +1,7 @@
 #include "runtime/cuda_driver.h"
 
+#include "runtime/cache_key.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -7,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <utility>
+
+#include "runtime/cache_key.h"
 
 #if __has_include(<cuda.h>)
 #include <cuda.h>
@@ -185,10 +189,8 @@ Result<int> CudaDriver::compute_capability(int device) const {
 
 std::string CudaDriver::default_arch(int device) const {
   Result<int> cc = compute_capability(device);
-  if (!cc.ok()) return "sm_90a";
-  // Hopper's tensor-core (wgmma) and TMA instructions exist only in the "a" target.
-  if (cc.value() == 90) return "sm_90a";
-  return "sm_" + std::to_string(cc.value());
+  // Note [Kernel cache key]: the same mapping a CPU machine prebuilds with.
+  return arch_for_compute_capability(cc.ok() ? cc.value() : 90);
 }
 
 Result<DeviceLimits> CudaDriver::limits(int device) const {

@@ -74,10 +74,17 @@ std::optional<std::string> DiskCache::get(std::string_view key) {
     }
     if (read_disk_ && !key.empty()) {
       std::string bytes;
-      if (read_file_bytes(dir_ + "/" + entry_file_name(key), &bytes) == 0) {
+      const std::string path = dir_ + "/" + entry_file_name(key);
+      if (read_file_bytes(path, &bytes) == 0) {
         const DecodedEntry d = decode_cache_entry(bytes, &key);
         if (d.check == EntryCheck::kValid) {
           ++disk_hits_;
+          // Note [A hit refreshes an entry]
+          // `dyngen cache prune` removes the least recently used entries first and judges use by
+          // the modification time, which every disk hit sets to now (the access time is not
+          // reliable: noatime and relatime mounts). The contents are not touched. A folder we
+          // cannot write (read-only CI cache) keeps its times; that is not an error.
+          (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
           std::string payload(d.payload);
           memory_.put(key, payload);
           return payload;

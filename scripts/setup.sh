@@ -8,7 +8,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 packages=(cmake g++ make clang libclang-rt-14-dev flatbuffers-compiler libflatbuffers-dev
-          librange-v3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-venv)
+          librange-v3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-venv ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -26,7 +26,16 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
 fi
 
 jobs="${DYNGEN_JOBS:-$(nproc)}"
-cmake -S . -B build -DCMAKE_BUILD_TYPE="${DYNGEN_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+# ccache (in the user's cache folder, ~/.cache/ccache, or $CCACHE_DIR) makes a fresh clone's
+# build on a machine that built dyngen before mostly cache hits.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  # Hits across clones in other folders (CI clones afresh): paths relative to the clone.
+  export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${DYNGEN_BUILD_TYPE:-RelWithDebInfo}" "${launcher[@]}" \
+  >/dev/null
 cmake --build build -j "$jobs"
 
 if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ]; then

@@ -1,4 +1,4 @@
-// `dyngen cache stats|verify|clear [--cache-dir DIR] [--json] [--remove-corrupt]`.
+// `dyngen cache stats|verify|clear|prune [--cache-dir DIR] [--json] [--remove-corrupt] ...`.
 #pragma once
 #include <ostream>
 #include <string>

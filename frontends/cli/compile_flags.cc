@@ -39,7 +39,7 @@ bool parse_int(const std::string& s, int64_t* v) {
 }  // namespace
 
 bool parse_compile_flags(const std::vector<std::string>& args, const char* usage, bool allow_bind,
-                         CompileFlags* f, std::ostream& err) {
+                         CompileFlags* f, std::ostream& err, bool allow_many) {
   auto bad = [&](const std::string& why) {
     err << "dyngen: " << why << "; usage: dyngen " << usage << "\n";
     return false;
@@ -58,6 +58,8 @@ bool parse_compile_flags(const std::vector<std::string>& args, const char* usage
       f->json = true;
     else if (a == "--arch" || a == "--target") {
       if (!value(&f->arch)) return bad(a + " needs a value");
+      if (!allow_many && !f->archs.empty()) return bad("more than one " + a);
+      f->archs.push_back(f->arch);
     } else if (a == "--cache-dir") {
       if (!value(&f->cache_dir)) return bad(a + " needs a value");
     } else if (a == "--emit") {
@@ -77,8 +79,9 @@ bool parse_compile_flags(const std::vector<std::string>& args, const char* usage
       f->bindings[v.substr(0, eq)] = n;
     } else if (!a.empty() && a[0] == '-') {
       return bad("unknown option " + a);
-    } else if (f->file.empty()) {
-      f->file = a;
+    } else if (f->files.empty() || allow_many) {
+      if (f->files.empty()) f->file = a;
+      f->files.push_back(a);
     } else {
       return bad("more than one FILE");
     }

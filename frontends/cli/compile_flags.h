@@ -11,8 +11,10 @@
 namespace dg {
 
 struct CompileFlags {
-  std::string file;
-  std::string arch, cache_dir, emit_dir;
+  std::string file;  // the first FILE
+  std::string arch;  // the last --arch
+  std::vector<std::string> files, archs;  // every FILE and --arch, in order (compile)
+  std::string cache_dir, emit_dir;
   std::set<std::string> disabled_passes;
   std::map<std::string, int64_t> bindings;  // --bind SYMBOL=VALUE (run only)
   uint64_t seed = 1;
@@ -28,7 +30,8 @@ std::optional<CompileOutcome> compile_or_report(const Graph& g, const CompileReq
                                                 int* exit_code);
 
 // Parses the words after the subcommand; prints a usage line and returns false on bad usage.
+// `allow_many`: several FILEs and --arch values (compile); otherwise one of each.
 bool parse_compile_flags(const std::vector<std::string>& args, const char* usage, bool allow_bind,
-                         CompileFlags* flags, std::ostream& err);
+                         CompileFlags* flags, std::ostream& err, bool allow_many = false);
 
 }  // namespace dg

@@ -39,7 +39,8 @@ constexpr Command kCommands[] = {
     {"run", "FILE --bind SYM=N ...", "run under host emulation and check against the reference",
      run_run_command},
 #ifdef DG_HAVE_CLI_CACHE
-    {"cache", "stats|verify|clear [...]", "inspect or clear the kernel cache", run_cache_command},
+    {"cache", "stats|verify|clear|prune [...]", "inspect, bound or clear the kernel cache",
+     run_cache_command},
 #endif
 };
 

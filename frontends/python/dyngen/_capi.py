@@ -1,6 +1,7 @@
 """ctypes binding of the C API (runtime/dyngen.h) and the C Executable (Note [Executor choice]).
 
-The library is found at $DYNGEN_LIB, else <repo>/build/libdyngen.so, else next to this package.
+The library is found at $DYNGEN_LIB, else next to this package (an installed package), else in
+<repo>/build (a checkout).
 Every function returns DG_OK or an error code with a message from dg_last_error().
 Graphs reach the core as graph.fb bytes (fb_writer.py, `dg_graph_load`); the IR text form
 (`dg_graph_load_text`) is accepted too, for debugging and for comparing the two.
@@ -81,8 +82,11 @@ def library_candidates() -> list[Path]:
     out = []
     if options().lib_path:
         out.append(Path(options().lib_path))
+    # An installed package carries its own library; a checkout uses its build folder.
+    out.append(here / "libdyngen.so")
     repo = here.parent.parent.parent  # frontends/python/dyngen -> repo root
-    out += [repo / "build" / "libdyngen.so", here / "libdyngen.so"]
+    if (repo / "CMakeLists.txt").is_file():
+        out.append(repo / "build" / "libdyngen.so")
     return out
 
 

@@ -25,11 +25,11 @@ DECOMPOSITIONS = get_decompositions([
 ])
 
 
-def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str):
+def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, prebuild_archs=None):
     """dyngen's executable for one ATen graph, or the graph itself (eager, every shape) when
     dyngen cannot take it; the reason is recorded either way."""
     try:
-        fn = compile_graph(gm, example_inputs, name)
+        fn = compile_graph(gm, example_inputs, name, prebuild_archs=prebuild_archs)
     except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
         raise
     except Exception as e:  # noqa: BLE001 - any failure falls back, never a per-shape recompile
@@ -39,13 +39,16 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str):
     return make_boxed_func(fn)
 
 
-def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, name: str = "graph"):
-    """AOTAutograd over a Dynamo graph with dyngen as forward, backward and inference compiler."""
+def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, name: str = "graph",
+                    prebuild_archs=None):
+    """AOTAutograd over a Dynamo graph with dyngen as forward, backward and inference compiler.
+    `prebuild_archs`: runtime.compile_ir (captured here: the backward compiles later)."""
+    p = prebuild_archs
     return aot_module_simplified(
         gm, example_inputs,
-        fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward"),
-        bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward"),
-        inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference"),
+        fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward", p),
+        bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward", p),
+        inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference", p),
         decompositions=DECOMPOSITIONS,
         keep_inference_input_mutations=True,
     )

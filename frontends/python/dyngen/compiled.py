@@ -14,16 +14,17 @@ class CompiledGraph:
     """Calls the executable with the IR inputs taken from the FX arguments (tensors made
     contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
 
-    def __init__(self, exported: Exported, name: str = "graph", device=None):
+    def __init__(self, exported: Exported, name: str = "graph", device=None,
+                 prebuild_archs=None):
         """`device`: where the example inputs live; the executor follows it (Note [Executor
-        choice])."""
+        choice]). `prebuild_archs`: see runtime.compile_ir."""
         self.exported = exported
         self.name = name
         self.exe = None
         if exported.graph.outputs:
             fb = exported.fb if runtime.plan_for(device)[0] == "capi" else None
             self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb,
-                                          device=device)
+                                          device=device, prebuild_archs=prebuild_archs)
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -53,8 +54,9 @@ class CompiledGraph:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
-                  name: str = "graph") -> CompiledGraph:
-    """Exports `gm` and compiles it with the process's executor (raises Unsupported)."""
+                  name: str = "graph", prebuild_archs=None) -> CompiledGraph:
+    """Exports `gm` and compiles it with the process's executor (raises Unsupported);
+    `prebuild_archs`: runtime.compile_ir."""
     exported = export(gm, example_inputs, name=name)
     bump("exported_graphs")
     text = exported.text
@@ -63,4 +65,4 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
     # The CUDA tensors' device if any (a 0-d CPU scalar beside them does not decide), else CPU.
     tensors = [x for x in (example_inputs or []) if isinstance(x, torch.Tensor)]
     device = next((x.device for x in tensors if x.device.type == "cuda"), None)
-    return CompiledGraph(exported, name, device)
+    return CompiledGraph(exported, name, device, prebuild_archs)

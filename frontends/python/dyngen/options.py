@@ -17,6 +17,8 @@ class Options:
     # DYNGEN_TEST_DRIVER_DOUBLE=1 (tests only): CPU tensors take the GPU path (target cuda:0)
     # through the driver double that DYNGEN_CUDA_DRIVER names, its device memory being host memory.
     driver_double: bool = False
+    prebuild_archs: tuple = ()  # DYNGEN_PREBUILD_ARCHS=sm_80,sm_90a: also compile for these
+    cache_summary: bool = False  # DYNGEN_CACHE_SUMMARY=1: one line about the kernel cache at exit
 
     @staticmethod
     def from_env() -> "Options":
@@ -26,7 +28,21 @@ class Options:
                        executor=e.get("DYNGEN_EXECUTOR", "").lower(),
                        target=e.get("DYNGEN_TARGET", ""),
                        strict=e.get("DYNGEN_STRICT", "0") not in ("", "0"),
-                       driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"))
+                       driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"),
+                       prebuild_archs=parse_archs(e.get("DYNGEN_PREBUILD_ARCHS", "")),
+                       cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"))
+
+
+def parse_archs(archs) -> tuple:
+    """"sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept."""
+    if archs is None:
+        return ()
+    items = archs.split(",") if isinstance(archs, str) else list(archs)
+    out = []
+    for a in (str(x).strip() for x in items):
+        if a and a not in out:
+            out.append(a)
+    return tuple(out)
 
 
 _options = Options.from_env()

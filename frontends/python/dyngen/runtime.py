@@ -145,9 +145,11 @@ def executor_kind() -> str:
 
 
 def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
-               fb: bytes | None = None, device=None) -> Executable:
+               fb: bytes | None = None, device=None, prebuild_archs=None) -> Executable:
     """Compiles (or fetches) the executable for an IR graph, for tensors on `device` (None: the
-    CPU). `text` and `fb` are the graph's text form and graph.fb bytes when the caller has them."""
+    CPU). `text` and `fb` are the graph's text form and graph.fb bytes when the caller has them.
+    `prebuild_archs` (default: DYNGEN_PREBUILD_ARCHS): also compile for these archs into the
+    kernel cache (Note [Prebuilding for other GPUs] in cache.py)."""
     kind, target = plan_for(device)
     if kind == "capi" and not _library_loads():
         if options().executor == "emulate":
@@ -157,6 +159,7 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
                         "runs on the reference executor")
         kind = "reference"
     executor_kind()
+    archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if kind == "capi":
         from ._capi import CapiExecutable
         from .fb_writer import write_graph_fb
@@ -175,7 +178,13 @@ def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
                              host_memory_as_device=emulation is not None)
         exe._emulation = emulation
         log.info("compiled %s with the C executor for %s (key %s)", name, target, exe.key[:12])
+        if archs:
+            from .cache import prebuild
+            prebuild(fb, name, archs)
         return exe
+    if archs:
+        from .cache import prebuild
+        prebuild(b"", name, archs)  # warns once: the reference executor has no kernel cache
     text = text if text is not None else graph.to_text()
     key = hashlib.sha256(text.encode()).hexdigest()
     with _lock:

@@ -27,6 +27,9 @@ class _Counters:
     dynamic_graphs: int = 0       # Dynamo graphs with symbolic shapes given to dyngen
     static_graphs: int = 0        # Dynamo graphs with static shapes given to Thunder
     backend_calls: int = 0        # every Dynamo graph the backend saw (= Dynamo compiles)
+    prebuild_compiled: int = 0    # binaries compiled for DYNGEN_PREBUILD_ARCHS (cache.py)
+    prebuild_cached: int = 0      # ... found already in the cache
+    prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
     executor: str = ""
 
@@ -96,13 +99,16 @@ def stats() -> dict:
 
     with _lock:
         d = {k: (list(v) if isinstance(v, list) else v) for k, v in _c.__dict__.items()}
+    kind = runtime.executor_kind()  # chosen first: a process may use the C API directly
     capi = runtime.capi_stats()
     if capi is not None:
         for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
             d[k] = capi[k]
         d["launches"] = capi["launches"]
-    d["executor"] = d["executor"] or runtime.executor_kind()
+    d["executor"] = d["executor"] or kind
     d["thunder_cache_misses"] = thunder_cache_misses()
+    from .cache import cache_report
+    d["cache"] = cache_report(d)
     return d
 
 

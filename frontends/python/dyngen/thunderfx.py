@@ -2,6 +2,8 @@
 
     model = dyngen.thunderfx.compile(model)          # like thunder.dynamo.thunderfx(model)
     torch.compile(model, backend=dyngen.thunderfx.backend())
+    dyngen.thunderfx.compile(model, prebuild_archs="sm_80,sm_90a")   # also fill the kernel cache
+                                                                     # for these GPUs
 
 Note [Which graphs are dynamic]
 A Dynamo graph is dynamic when a placeholder is a SymInt or a tensor with a SymInt dim (Thunder's
@@ -27,6 +29,7 @@ from torch.utils import _pytree as pytree
 from .stats import bump, count_thunder_cache_misses, record_fallback, register_thunder_compiler
 from .aot import compile_dynamic
 from .errors import FallbackError
+from .cache import check_archs
 from .options import log
 
 
@@ -44,6 +47,9 @@ class Backend:
     """A `torch.compile` backend: dynamic graphs -> dyngen (AOTAutograd), static -> Thunder."""
 
     def __init__(self, **thunder_options):
+        # Note [Prebuilding for other GPUs] (cache.py); None: DYNGEN_PREBUILD_ARCHS.
+        archs = thunder_options.pop("prebuild_archs", None)
+        self.prebuild_archs = None if archs is None else check_archs(archs)
         self._user_transforms = thunder_options.pop("transforms", None)
         self.thunder_options = thunder_options
         self._thunder = None
@@ -67,7 +73,7 @@ class Backend:
         if is_dynamic(example_inputs):
             bump("dynamic_graphs")
             try:
-                fn = compile_dynamic(gm, example_inputs, name)
+                fn = compile_dynamic(gm, example_inputs, name, prebuild_archs=self.prebuild_archs)
             except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
                 raise
             except Exception as e:  # noqa: BLE001 - dyngen never makes a graph fail

@@ -1,0 +1,110 @@
+// Prebuilding for GPUs from a CPU machine: the key a CPU machine writes for sm_90a is the key a
+// Hopper process (compute capability 9.0) looks up, and `dyngen compile` over several files and
+// archs fills a cache that a second run finds entirely.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "ir/sha256.h"
+#include "ir/text_format.h"
+#include "runtime/cache_entry.h"
+#include "runtime/cache_key.h"
+#include "runtime/compiler.h"
+
+namespace dg {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("dyngen-prebuild-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+std::string read(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  std::string s;
+  std::array<char, 4096> buf;
+  size_t n;
+  while (f && (n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) s.append(buf.data(), n);
+  return s;
+}
+
+std::pair<int, std::string> run_cli(const std::string& args) {
+  std::string cmd = std::string(DG_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+const std::string kSeed = std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir";
+const std::string kLora = std::string(DG_CLI_FIXTURES_DIR) + "/lora_mlp.dgir";
+
+TEST(Prebuild, KeyWrittenForSm90aIsTheKeyOfAnH200) {
+  fs::path dir = fresh_dir("key");
+  auto parsed = parse_graph_text(read(kSeed));
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  CompileRequest req;
+  req.target = "sm_90a";  // this machine has no GPU: compile only
+  req.cache_dir = dir.string();
+  CompileOutcome o = compile_graph(parsed.graph, req);
+  ASSERT_TRUE(o.ok()) << o.error;
+  // What a process on an H200 computes: its device's arch, the same source and compiler.
+  const std::string h200 = kernel_cache_key(
+      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(90)));
+  EXPECT_EQ(o.key, sha256_hex(h200));
+  EXPECT_TRUE(fs::exists(dir / entry_file_name(h200))) << "the entry an H200 process opens";
+  // An Ampere device looks elsewhere.
+  const std::string a100 = kernel_cache_key(
+      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(80)));
+  EXPECT_NE(sha256_hex(a100), o.key);
+  fs::remove_all(dir);
+}
+
+TEST(Prebuild, CompileManyFilesForSeveralArchsThenAllAreCached) {
+  fs::path dir = fresh_dir("many");
+  const std::string args = "compile " + kSeed + " " + kLora +
+                           " --arch sm_80 --arch sm_90a --cache-dir " + dir.string();
+  auto [code, out] = run_cli(args);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("summary: 2 graphs x 2 archs = 4 binaries"), std::string::npos) << out;
+  EXPECT_NE(out.find("compiled 4, already cached 0, failed 0"), std::string::npos) << out;
+  auto [code2, again] = run_cli(args + " --json");
+  ASSERT_EQ(code2, 0) << again;
+  EXPECT_NE(again.find("\"compiled\": 0, \"already_cached\": 4, \"failed\": 0"),
+            std::string::npos) << again;
+  auto [code3, stats] = run_cli("cache stats --json --cache-dir " + dir.string());
+  ASSERT_EQ(code3, 0) << stats;
+  EXPECT_NE(stats.find("\"by_arch\":{\"sm_80\":{\"entries\":2"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("\"sm_90a\":{\"entries\":2"), std::string::npos) << stats;
+  fs::remove_all(dir);
+}
+
+TEST(Prebuild, BadFilesAreReportedAndTheRestStillCompiles) {
+  fs::path dir = fresh_dir("bad");
+  fs::create_directories(dir / "dump");
+  auto [code, out] = run_cli("compile " + (dir / "dump").string() + " --cache-dir " + dir.string());
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("a folder without graph.fb files"), std::string::npos) << out;
+  { std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen((dir / "dump/x.fb").c_str(), "wb"), std::fclose);
+    std::fputs("not a graph", f.get()); }
+  auto [code2, out2] = run_cli("compile " + (dir / "dump").string() + " " + kSeed +
+                               " --arch sm_90a --cache-dir " + dir.string());
+  EXPECT_EQ(code2, 2) << out2;
+  EXPECT_NE(out2.find("1 graphs x 1 archs = 1 binaries"), std::string::npos) << out2;
+  EXPECT_NE(out2.find("failed 1"), std::string::npos) << out2;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dg
