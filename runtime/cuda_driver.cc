@@ -1,7 +1,5 @@
 #include "runtime/cuda_driver.h"
 
-#include "runtime/cache_key.h"
-
 #include <dlfcn.h>
 
 #include <cstdlib>
