@@ -41,9 +41,14 @@ DiskCache& cache_for(const std::string& dir) {
 
 // Compiled executables by (graph hash, target, options): a repeat compile in this process
 // skips passes, codegen and the binary cache.
+struct CachedExecutable {
+  std::string key;
+  std::shared_ptr<Executable> executable;
+  std::vector<KernelResources> resources;
+};
 struct ExecutableCache {
   std::mutex mu;
-  std::map<std::string, std::pair<std::string, std::shared_ptr<Executable>>> by_request;
+  std::map<std::string, CachedExecutable> by_request;
 };
 ExecutableCache& executables() {
   static ExecutableCache* c = new ExecutableCache();
@@ -140,8 +145,9 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     if (it != executables().by_request.end()) {
       ++g_mem_hits;
       CompileOutcome o;
-      o.key = it->second.first;
-      o.executable = it->second.second;
+      o.key = it->second.key;
+      o.executable = it->second.executable;
+      o.resources = it->second.resources;
       o.cache_hit = CacheHit::kMemory;
       return o;
     }
@@ -172,10 +178,24 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   if (!request.emit_dir.empty()) write_file(emit / "kernels.cu", plan.source);
 
   bool host = target->name == "host";
+  CompileOptions copts;
+  copts.arch = target->name;
+  copts.ptxas_verbose = true;
+  // The resolved NVRTC options are part of the key: a binary built with other options is another
+  // binary (Note [What the key covers] in nvrtc_compiler.cc).
   std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version();
+  if (!host) {
+    auto resolved = nvrtc_options(copts);
+    if (!resolved.ok()) return failure(DG_ERR_INVALID_INPUT, resolved.message());
+    for (const std::string& opt : resolved.value()) compiler_id += " " + opt;
+  }
   std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
                                target->name + "\n" + compiler_id + "\n" + device_headers_digest() +
                                "\n" + sha256_hex(plan.source));
+  // Note [ptxas report]
+  // Every device compile asks ptxas for its per-kernel report (-Xptxas=-v); the parsed report
+  // travels with the binary in its cache entry (Note [Device cache payload] in ptxas_report.h).
+  std::vector<KernelResources> resources;
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
@@ -185,6 +205,17 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   CacheHit hit = CacheHit::kMiss;
   if (binary) {
     hit = after.disk_hits > before.disk_hits ? CacheHit::kDisk : CacheHit::kMemory;
+    std::string unpacked;
+    if (host) {
+      // Host entries hold the shared object itself.
+    } else if (unpack_device_payload(*binary, &unpacked, &resources)) {
+      binary = std::move(unpacked);
+    } else {
+      // Written by an older dyngen or damaged past its checksum: compile again.
+      ++g_corrupt;
+      cache.invalidate(key);
+      binary.reset();
+    }
   }
 
   std::unique_ptr<KernelModule> module;
@@ -200,13 +231,13 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         std::vector<CudaHeader> headers;
         for (const EmbeddedFile& f : device_headers())
           headers.push_back({std::string(f.name), std::string(f.content)});
-        CompileOptions copts;
-        copts.arch = target->name;
         auto compiled = nvrtc_compile(plan.source, headers, copts);
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
+        resources = parse_ptxas_log(compiled->log);
       }
-      (void)cache.put(key, *binary);  // a failed write has already degraded to memory + warned
+      // A failed write has already degraded to memory + warned.
+      (void)cache.put(key, host ? *binary : pack_device_payload(*binary, resources));
     }
     if (!target->runnable) break;
     auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary);
@@ -231,9 +262,10 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   o.executable = exe.value();
   o.key = key;
   o.cache_hit = hit;
+  o.resources = resources;
   {
     std::lock_guard<std::mutex> lock(executables().mu);
-    executables().by_request[request_key] = {key, o.executable};
+    executables().by_request[request_key] = {key, o.executable, resources};
   }
   return o;
 }

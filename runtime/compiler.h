@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "runtime/executable.h"
+#include "runtime/ptxas_report.h"
 
 namespace dg {
 
@@ -26,6 +27,9 @@ struct CompileOutcome {
   CacheHit cache_hit = CacheHit::kMiss;
   int status = 0;  // a dg_status code
   std::string error;
+  // Device targets: ptxas's report for each kernel (Note [ptxas report] in compiler.cc); empty
+  // for host, and for a binary cached without one.
+  std::vector<KernelResources> resources;
   bool ok() const { return status == 0; }
 };
 

@@ -43,7 +43,9 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
   int64_t compiles = runtime_stats().nvrtc_compiles - compiles_before;
   const Executable& e = *o.executable;
   if (flags.json) {
-    std::string j = describe_executable_json(e, o.key, static_cast<int>(o.cache_hit));
+    bool device = e.target() != "host";
+    std::string j = describe_executable_json(e, o.key, static_cast<int>(o.cache_hit),
+                                             device ? &o.resources : nullptr);
     j.insert(j.size() - 1, ", \"nvrtc_compiles\": " + std::to_string(compiles) +
                                ", \"file\": " + json_escape(flags.file));
     out << j << "\n";

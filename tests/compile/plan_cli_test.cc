@@ -37,16 +37,21 @@ TEST(PlanCli, TwoGemmsOnH200MatchHandCount) {
   CliResult r = run_cli("plan " + two_gemms() + " --bind s=512 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   // k0: 2*512*32*64 FLOPs, 512*128 + 4096 + 512*64 bytes; k1: 2*512*16*32, 512*64 + 1024 + 512*32.
-  EXPECT_TRUE(has(r.out, "\"flops\": 2097152, \"tensor_flops\": 2097152, \"bytes\": 102400")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"flops\": 2097152, \"tensor_flops\": 2097152, \"bytes\": 102400"))
+      << r.out;
   EXPECT_TRUE(has(r.out, "\"flops\": 524288, \"tensor_flops\": 524288, \"bytes\": 50176")) << r.out;
   // Both memory-bound on H200: (102400 + 50176) B / 4.8 TB/s.
-  EXPECT_TRUE(has(r.out, "\"total\": {\"launches\": 2, \"flops\": 2621440, \"tensor_flops\": "
-                         "2621440, \"bytes\": 152576")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "\"total\": {\"launches\": 2, \"flops\": 2621440, \"tensor_flops\": "
+                  "2621440, \"bytes\": 152576"))
+      << r.out;
   EXPECT_TRUE(has(r.out, "\"estimated_seconds\": 3.17867e-08}")) << r.out;
   EXPECT_TRUE(has(r.out, "\"bound\": \"memory\"")) << r.out;
   // y: 512 * 32 * 2 bytes of workspace, 64 per token.
-  EXPECT_TRUE(has(r.out, "\"workspace_bytes\": 32768, \"workspace_bytes_per_token\": 64, "
-                         "\"per_token_symbol\": \"s\"")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "\"workspace_bytes\": 32768, \"workspace_bytes_per_token\": 64, "
+                  "\"per_token_symbol\": \"s\""))
+      << r.out;
   EXPECT_TRUE(has(r.out, "\"name\": \"H200\"")) << r.out;
   EXPECT_TRUE(has(r.out, "ESTIMATE")) << r.out;
 }
@@ -86,17 +91,16 @@ TEST(PlanCli, SeedGraphPlans) {
 TEST(PlanCli, BadUsageExitsTwo) {
   const std::string g = two_gemms();
   for (const std::string& args : std::vector<std::string>{
-           "plan " + g,                                   // s unbound
-        "plan " + g + " --bind s=abc",                 // not an integer
-        "plan " + g + " --bind s",                     // no value
-        "plan " + g + " --bind s=512 --bind t=3",      // no such symbol
-        "plan " + g + " --bind s=-1",                  // outside [0, inf]
-        "plan " + g + " --bind s=512 --gpu v100",      // unknown GPU
-        "plan " + g + " --bind s=512 --gpu",           // --gpu without a value
-        "plan " + g + " --bind s=512 --disable-pass no_such_pass",
-        "plan " + g + " --bind s=512 --arch sm_80",    // plan compiles nothing
-        std::string("plan /nonexistent.dgir --bind s=1"),
-        std::string("plan")}) {
+           "plan " + g,                               // s unbound
+           "plan " + g + " --bind s=abc",             // not an integer
+           "plan " + g + " --bind s",                 // no value
+           "plan " + g + " --bind s=512 --bind t=3",  // no such symbol
+           "plan " + g + " --bind s=-1",              // outside [0, inf]
+           "plan " + g + " --bind s=512 --gpu v100",  // unknown GPU
+           "plan " + g + " --bind s=512 --gpu",       // --gpu without a value
+           "plan " + g + " --bind s=512 --disable-pass no_such_pass",
+           "plan " + g + " --bind s=512 --arch sm_80",  // plan compiles nothing
+           std::string("plan /nonexistent.dgir --bind s=1"), std::string("plan")}) {
     CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(has(r.out, "dyngen: ")) << args << "\n" << r.out;
