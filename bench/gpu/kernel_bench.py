@@ -129,7 +129,7 @@ def time_point(fn, x, gout, reps: int, warmup: int) -> float:
     return statistics.median(times)
 
 
-def run(args, on_progress=None) -> dict:
+def run(args, on_progress=None, device_name: str = "cuda") -> dict:
     import torch
 
     sys.path.insert(0, str(HERE))
@@ -137,7 +137,7 @@ def run(args, on_progress=None) -> dict:
     from check_numerics import build  # noqa: E402 - the experts, shared with the numerics check
     import dyngen
 
-    device = torch.device("cuda")
+    device = torch.device(device_name)
     report = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,
               "executor": dyngen.executor_kind(), "reps": args.reps, "warmup": args.warmup,
               "timing": "median of per-call CUDA-event times, forward + backward", "points": [],
