@@ -1,6 +1,9 @@
 #include "codegen/emit_cuda.h"
 
+#include <map>
+
 #include "codegen/lowering.h"
+#include "codegen/wgrad.h"
 
 namespace dg {
 
@@ -46,8 +49,27 @@ KernelPlan emit_cuda(const Graph& g) {
     else ctx.set_buffer(v, {BufferRef::kOutput, static_cast<int>(j)});
   }
 
-  for (const Node& node : g.nodes) {
+  std::map<int64_t, std::vector<int>> wgrad_groups;  // Note [Weight-gradient groups]
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (is_wgrad_member(g.nodes[i]))
+      wgrad_groups[*g.nodes[i].attrs.get_int("fusion")].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
     if (inlined_constant(g, node)) continue;
+    if (is_wgrad_member(node)) {
+      const std::vector<int>& members = wgrad_groups[*node.attrs.get_int("fusion")];
+      if (static_cast<int>(i) != members.back()) continue;
+      for (int m : members) {  // the gradients leave the group; prologue values stay inside
+        const Node& n = g.nodes[m];
+        if (n.op != OpKind::kMatmul || ctx.has_buffer(n.output)) continue;
+        const TensorType& t = g.tensor(n.output);
+        ctx.set_buffer(n.output, ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
+                                               "%" + std::to_string(n.output) + " " +
+                                                   t.to_string()));
+      }
+      emit_wgrad_group(ctx, members);
+      continue;
+    }
     const TensorType& t = g.tensor(node.output);
     if (!ctx.has_buffer(node.output))
       ctx.set_buffer(node.output,

@@ -11,5 +11,10 @@ Graph eliminate_dead_code(const Graph& g);
 Graph eliminate_common_subexpressions(const Graph& g);
 // Drops casts to the same dtype and exact round trips such as bf16 -> f32 -> bf16.
 Graph fold_casts(const Graph& g);
+// Weight gradients (K = the token count) as one split-over-tokens group (Note [Weight-gradient
+// groups] in split_weight_grads.cc).
+Graph split_weight_grads(const Graph& g);
+// matmul(x * c, B) -> matmul(x, B) * c for a power-of-two constant c (exact).
+Graph hoist_gemm_scale(const Graph& g);
 
 }  // namespace dg

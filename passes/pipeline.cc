@@ -18,7 +18,12 @@ constexpr PassEntry kPipeline[] = {
     {"cse", eliminate_common_subexpressions,
      "first: PEFT casts x to f32 once per adapter; merged casts expose round trips to fold_casts"},
     {"fold_casts", fold_casts, "after cse, so each distinct cast chain is looked at once"},
-    {"dce", eliminate_dead_code, "last: removes what cse and fold_casts left unused"},
+    {"dce", eliminate_dead_code, "removes what cse and fold_casts left unused"},
+    {"split_weight_grads", split_weight_grads,
+     "after cse, fold_casts and dce, so each gradient's prologue chain is minimal and shared"},
+    {"hoist_gemm_scale", hoist_gemm_scale,
+     "after split_weight_grads, which keeps the scaled gradient as its prologue; before fusion, "
+     "so the scale joins the GEMM's epilogue and the cast its prologue"},
 };
 }  // namespace
 
