@@ -16,5 +16,8 @@ Graph fold_casts(const Graph& g);
 Graph split_weight_grads(const Graph& g);
 // matmul(x * c, B) -> matmul(x, B) * c for a power-of-two constant c (exact).
 Graph hoist_gemm_scale(const Graph& g);
+// Products that are only summed as one GEMM over the concatenated K (Note [K-concatenated
+// GEMMs] in concat_gemm_k.cc).
+Graph concat_gemm_k(const Graph& g);
 
 }  // namespace dg

@@ -24,6 +24,8 @@ constexpr PassEntry kPipeline[] = {
     {"hoist_gemm_scale", hoist_gemm_scale,
      "after split_weight_grads, which keeps the scaled gradient as its prologue; before fusion, "
      "so the scale joins the GEMM's epilogue and the cast its prologue"},
+    {"concat_gemm_k", concat_gemm_k,
+     "before fusion, so the concatenated GEMM is the anchor its epilogue terms join"},
 };
 }  // namespace
 
