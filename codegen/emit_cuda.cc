@@ -1,9 +1,11 @@
 #include "codegen/emit_cuda.h"
 
 #include <map>
+#include <set>
 
+#include "codegen/group.h"
 #include "codegen/lowering.h"
-#include "codegen/wgrad.h"
+#include "ir/fusion.h"
 
 namespace dg {
 
@@ -49,33 +51,38 @@ KernelPlan emit_cuda(const Graph& g) {
     else ctx.set_buffer(v, {BufferRef::kOutput, static_cast<int>(j)});
   }
 
-  std::map<int64_t, std::vector<int>> wgrad_groups;  // Note [Weight-gradient groups]
+  // Note [Fusion groups] (ir/fusion.h): a group is emitted at its last member, with buffers for
+  // the values it hands to the rest of the graph.
+  std::map<int64_t, std::vector<int>> groups;
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (is_wgrad_member(g.nodes[i]))
-      wgrad_groups[*g.nodes[i].attrs.get_int("fusion")].push_back(static_cast<int>(i));
+    if (int64_t id = fusion_group(g.nodes[i])) groups[id].push_back(static_cast<int>(i));
+  auto assign_buffer = [&](ValueId v) {
+    const TensorType& t = g.tensor(v);
+    if (!ctx.has_buffer(v))
+      ctx.set_buffer(v, ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
+                                      "%" + std::to_string(v) + " " + t.to_string()));
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (inlined_constant(g, node)) continue;
-    if (is_wgrad_member(node)) {
-      const std::vector<int>& members = wgrad_groups[*node.attrs.get_int("fusion")];
-      if (static_cast<int>(i) != members.back()) continue;
-      for (int m : members) {  // the gradients leave the group; prologue values stay inside
-        const Node& n = g.nodes[m];
-        if (n.op != OpKind::kMatmul || ctx.has_buffer(n.output)) continue;
-        const TensorType& t = g.tensor(n.output);
-        ctx.set_buffer(n.output, ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
-                                               "%" + std::to_string(n.output) + " " +
-                                                   t.to_string()));
-      }
-      emit_wgrad_group(ctx, members);
-      continue;
-    }
-    const TensorType& t = g.tensor(node.output);
-    if (!ctx.has_buffer(node.output))
-      ctx.set_buffer(node.output,
-                     ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
-                                   "%" + std::to_string(node.output) + " " + t.to_string()));
     try {
+      if (int64_t id = fusion_group(node)) {
+        const std::vector<int>& members = groups[id];
+        if (static_cast<int>(i) != members.back()) continue;
+        std::set<int> set(members.begin(), members.end());
+        // Convexity: no node between the first and last member reads a member's value.
+        for (int u = members.front(); u < static_cast<int>(i); ++u)
+          if (!set.count(u))
+            for (ValueId in : g.nodes[u].inputs)
+              if (set.count(g.value(in).producer))
+                throw std::logic_error("fusion group " + std::to_string(id) +
+                                       " is read before its kernel runs");
+        for (int m : members)
+          if (escapes(g, set, g.nodes[m].output)) assign_buffer(g.nodes[m].output);
+        emit_group(ctx, members);
+        continue;
+      }
+      assign_buffer(node.output);
       switch (op_info(node.op).category) {
         case OpCategory::kCreate:
         case OpCategory::kCast:

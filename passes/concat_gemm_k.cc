@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 
+#include "ir/fusion.h"
 #include "passes/graph_copier.h"
 #include "passes/passes.h"
 
@@ -45,7 +46,7 @@ int producer(const Graph& g, ValueId v) { return g.value(v).producer; }
 // A product that may join a K concatenation.
 bool concat_candidate(const Graph& g, ValueId v) {
   int p = producer(g, v);
-  if (p < 0 || !single_use(g, v) || g.nodes[p].attrs.has("fusion")) return false;
+  if (p < 0 || !single_use(g, v) || g.nodes[p].attrs.has(kFusionAttr)) return false;
   const Node& n = g.nodes[p];
   if (n.op != OpKind::kMatmul && !(n.op == OpKind::kLinear && n.inputs.size() == 2)) return false;
   const TensorType &a = g.tensor(n.inputs[0]), &b = g.tensor(n.inputs[1]);
@@ -59,7 +60,7 @@ void add_terms(const Graph& g, ValueId v, const TensorType& type, bool root,
   int p = producer(g, v);
   if (p >= 0 && g.nodes[p].op == OpKind::kAdd && g.tensor(v) == type &&
       g.tensor(g.nodes[p].inputs[0]) == type && g.tensor(g.nodes[p].inputs[1]) == type &&
-      !g.nodes[p].attrs.has("fusion") && (root || single_use(g, v))) {
+      !g.nodes[p].attrs.has(kFusionAttr) && (root || single_use(g, v))) {
     adds->push_back(p);
     add_terms(g, g.nodes[p].inputs[0], type, false, terms, adds);
     add_terms(g, g.nodes[p].inputs[1], type, false, terms, adds);

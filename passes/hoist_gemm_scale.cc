@@ -9,6 +9,7 @@
 // rounding point, so they are left alone; so is a linear with a bias (c (xW + b) != (cx)W + b).
 #include <cmath>
 
+#include "ir/fusion.h"
 #include "passes/graph_copier.h"
 #include "passes/passes.h"
 
@@ -19,7 +20,7 @@ namespace {
 // The power-of-two scale of `v` = mul(x, c) or mul(c, x) (same dtype as x), with x in `*x`.
 bool scaled_by_power_of_two(const Graph& g, ValueId v, ValueId* x, ValueId* c) {
   int p = g.value(v).producer;
-  if (p < 0 || g.nodes[p].op != OpKind::kMul || g.nodes[p].attrs.has("fusion")) return false;
+  if (p < 0 || g.nodes[p].op != OpKind::kMul || g.nodes[p].attrs.has(kFusionAttr)) return false;
   const Node& mul = g.nodes[p];
   for (int j = 0; j < 2; ++j) {
     ValueId k = mul.inputs[j], data = mul.inputs[1 - j];
@@ -45,7 +46,7 @@ Graph hoist_gemm_scale(const Graph& g) {
   for (const Node& n : g.nodes) {
     ValueId x, c;
     bool gemm = n.op == OpKind::kMatmul || (n.op == OpKind::kLinear && n.inputs.size() == 2);
-    if (!gemm || n.attrs.has("fusion") || !scaled_by_power_of_two(g, n.inputs[0], &x, &c) ||
+    if (!gemm || n.attrs.has(kFusionAttr) || !scaled_by_power_of_two(g, n.inputs[0], &x, &c) ||
         g.tensor(c).dtype != g.tensor(n.output).dtype) {
       copier.copy_node(n);
       continue;

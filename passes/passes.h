@@ -20,4 +20,14 @@ Graph hoist_gemm_scale(const Graph& g);
 // GEMMs] in concat_gemm_k.cc).
 Graph concat_gemm_k(const Graph& g);
 
+// Fusion passes (Note [Fusion groups] in ir/fusion.h): each assigns nodes to kernels.
+// PEFT's LoRA linear as one GEMM with a rank-r epilogue, the rank-r product its own group.
+Graph fuse_lora_linear(const Graph& g);
+// GEMMs sharing their input as one GEMM with two B operands (SwiGLU gate/up, LoRA A products).
+Graph fuse_gate_up(const Graph& g);
+// View chains (reshape / permute / slice / expand) of GEMM operands read in place.
+Graph fuse_operand_views(const Graph& g);
+// Elementwise chains into one kernel, and into the prologue / epilogue of GEMM kernels.
+Graph fuse_pointwise(const Graph& g);
+
 }  // namespace dg

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "ir/fusion.h"
 #include "passes/graph_copier.h"
 #include "passes/passes.h"
 
@@ -27,8 +28,6 @@ namespace {
 
 constexpr int64_t kTokensPerChunk = 256;
 
-int64_t node_group(const Node& n) { return n.attrs.get_int("fusion").value_or(0); }
-
 bool is_rank0_constant(const Graph& g, ValueId v) {
   int p = g.value(v).producer;
   return p >= 0 && g.nodes[p].op == OpKind::kConstant && g.tensor(v).rank() == 0;
@@ -37,7 +36,7 @@ bool is_rank0_constant(const Graph& g, ValueId v) {
 // The prologue node producing `v`, if any, and the value it reads (through `*next`).
 bool prologue_step(const Graph& g, ValueId v, ValueId* next) {
   int p = g.value(v).producer;
-  if (p < 0 || node_group(g.nodes[p]) != 0) return false;
+  if (p < 0 || fusion_group(g.nodes[p]) != 0) return false;
   const Node& n = g.nodes[p];
   const TensorType& t = g.tensor(v);
   if (t.rank() != 2 || !dtype_is_float(t.dtype)) return false;
@@ -63,7 +62,7 @@ bool prologue_step(const Graph& g, ValueId v, ValueId* next) {
 
 // A matmul of 2-d operands with static P and Q whose K is symbolic.
 bool is_weight_grad(const Graph& g, const Node& n) {
-  if (n.op != OpKind::kMatmul || node_group(n) != 0) return false;
+  if (n.op != OpKind::kMatmul || fusion_group(n) != 0) return false;
   const TensorType &a = g.tensor(n.inputs[0]), &b = g.tensor(n.inputs[1]);
   const TensorType& out = g.tensor(n.output);
   if (a.rank() != 2 || b.rank() != 2 || a.shape[1].is_const()) return false;
@@ -96,14 +95,14 @@ Graph split_weight_grads(const Graph& g) {
   if (by_k.empty()) return g;
 
   int64_t next_group = 1;
-  for (const Node& n : g.nodes) next_group = std::max(next_group, node_group(n) + 1);
+  for (const Node& n : g.nodes) next_group = std::max(next_group, fusion_group(n) + 1);
 
   GraphCopier copier(g);
   for (size_t i = 0; i < g.nodes.size(); ++i)  // everything the groups read comes first
     if (!after_candidate[i]) copier.copy_node(g.nodes[i]);
   for (const auto& [k, members] : by_k) {
     Attrs mark;
-    mark.set("fusion", next_group++);
+    mark.set(kFusionAttr, next_group++);
     mark.set("split_tokens", kTokensPerChunk);
     std::map<ValueId, ValueId> cloned;  // prologue values copied into this group
     // Copies the prologue chain ending at `v` into the group; returns the id standing for `v`.
