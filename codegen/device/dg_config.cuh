@@ -30,6 +30,14 @@
 #define DG_EMU_ENTRY(name)
 #endif
 
+// Full unrolling of a loop with a compile-time trip count (register-resident arrays on a GPU);
+// nothing on the host, where -Wall would warn about an unknown pragma.
+#if defined(DG_ON_GPU)
+#define DG_UNROLL _Pragma("unroll")
+#else
+#define DG_UNROLL
+#endif
+
 typedef unsigned short dg_u16;
 typedef unsigned int dg_u32;
 typedef unsigned long long dg_u64;

@@ -7,6 +7,7 @@
 
 #if defined(DG_HAS_DEVICE)
 #include "dg_async.cuh"
+#include "dg_gemm.cuh"
 #include "dg_mma.cuh"
 #include "dg_sync.cuh"
 #endif

@@ -88,6 +88,34 @@ TEST(PlanCli, SeedGraphPlans) {
   EXPECT_TRUE(has(r.out, "\"tensor_flops\": 6442450944, ")) << r.out;
 }
 
+// A number from the "total" object of plan --json.
+double total_field(const std::string& json, const std::string& field) {
+  size_t total = json.find("\"total\": {");
+  size_t at = json.find("\"" + field + "\": ", total);
+  if (total == std::string::npos || at == std::string::npos) return -1;
+  return std::stod(json.substr(at + field.size() + 4));
+}
+
+TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
+  const std::string unfused =
+      " --disable-pass split_weight_grads --disable-pass hoist_gemm_scale --disable-pass "
+      "concat_gemm_k --disable-pass fuse_lora_linear --disable-pass fuse_gate_up --disable-pass "
+      "fuse_operand_views --disable-pass fuse_pointwise";
+  for (const char* graph : {"seed_expert_mlp", "seed_expert_mlp_backward"}) {
+    SCOPED_TRACE(graph);
+    const std::string file = std::string(DG_FIXTURES_DIR) + "/" + graph + ".dgir";
+    CliResult f = run_cli("plan " + file + " --bind s77=512 --json");
+    CliResult u = run_cli("plan " + file + " --bind s77=512 --json" + unfused);
+    ASSERT_EQ(f.exit_code, 0) << f.out;
+    ASSERT_EQ(u.exit_code, 0) << u.out;
+    EXPECT_LT(total_field(f.out, "launches"), total_field(u.out, "launches"));
+    EXPECT_LT(total_field(f.out, "bytes"), total_field(u.out, "bytes"));
+    EXPECT_LT(total_field(f.out, "estimated_seconds"), total_field(u.out, "estimated_seconds"));
+    // The same contractions either way (the weight-gradient reduction counts no graph node).
+    EXPECT_EQ(total_field(f.out, "tensor_flops"), total_field(u.out, "tensor_flops"));
+  }
+}
+
 TEST(PlanCli, BadUsageExitsTwo) {
   const std::string g = two_gemms();
   for (const std::string& args : std::vector<std::string>{

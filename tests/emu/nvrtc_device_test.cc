@@ -8,13 +8,16 @@
 
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/basic_kernels.h"
+#include "tests/emu/gemm_kernels.h"
 #include "tests/emu/tensor_core_kernels.h"
 
 namespace dg::emu::testing {
 namespace {
 
-// Compiles `source` to a cubin for `arch`; returns "" or the failure with NVRTC's log.
-std::string nvrtc_cubin(const std::string& source, const std::string& arch) {
+// Compiles `source` to a cubin for `arch`; returns "" or the failure with NVRTC's log. With
+// `ptxas_log`, compiles with -Xptxas -v and stores the log (registers, spills, shared memory).
+std::string nvrtc_cubin(const std::string& source, const std::string& arch,
+                        std::string* ptxas_log = nullptr) {
   std::vector<std::string> names, contents;
   for (const EmbeddedFile& f : device_headers()) {
     names.emplace_back(f.name);
@@ -30,8 +33,8 @@ std::string nvrtc_cubin(const std::string& source, const std::string& arch) {
                          content_ptrs.data(), name_ptrs.data()) != NVRTC_SUCCESS)
     return "nvrtcCreateProgram failed";
   const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17"};
-  const nvrtcResult rc = nvrtcCompileProgram(prog, 2, opts);
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-Xptxas", "-v"};
+  const nvrtcResult rc = nvrtcCompileProgram(prog, ptxas_log ? 4 : 2, opts);
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
   std::string log(log_size, '\0');
@@ -39,6 +42,7 @@ std::string nvrtc_cubin(const std::string& source, const std::string& arch) {
   size_t cubin_size = 0;
   if (rc == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &cubin_size);
   nvrtcDestroyProgram(&prog);
+  if (ptxas_log != nullptr) *ptxas_log = log;
   if (rc != NVRTC_SUCCESS) return std::string(nvrtcGetErrorString(rc)) + "\n" + log;
   if (cubin_size == 0) return "no cubin\n" + log;
   return "";
@@ -59,6 +63,22 @@ TEST_P(NvrtcDevice, BasicKernelsCompile) { EXPECT_EQ(nvrtc_cubin(kBasicKernels, 
 
 TEST_P(NvrtcDevice, TensorCoreKernelsCompile) {
   EXPECT_EQ(nvrtc_cubin(kTensorCoreKernels, GetParam()), "");
+}
+
+// The GEMM template's test kernels compile without spills (ptxas reports "0 bytes spill stores"
+// for each kernel).
+TEST_P(NvrtcDevice, GemmKernelsCompileWithoutSpills) {
+  std::string log;
+  ASSERT_EQ(nvrtc_cubin(kGemmKernels, GetParam(), &log), "");
+  size_t kernels = 0;
+  for (size_t at = log.find("spill stores"); at != std::string::npos;
+       at = log.find("spill stores", at + 1)) {
+    ++kernels;
+    const size_t line = log.rfind('\n', at);
+    const std::string text = log.substr(line + 1, at - line - 1);
+    EXPECT_NE(text.find(" 0 bytes stack frame, 0 bytes"), std::string::npos) << text;
+  }
+  EXPECT_GE(kernels, 6u) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, NvrtcDevice, ::testing::Values("sm_80", "sm_90a"),
