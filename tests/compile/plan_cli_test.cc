@@ -2,9 +2,11 @@
 // out by hand (tests/compile/plan_two_gemms.dgir explains them).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -114,6 +116,31 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
     // The same contractions either way (the weight-gradient reduction counts no graph node).
     EXPECT_EQ(total_field(f.out, "tensor_flops"), total_field(u.out, "tensor_flops"));
   }
+}
+
+// compile --json: each kernel's symbolic FLOPs and bytes, totals, and ptxas's report, also when
+// the binary comes from the disk cache (a second process).
+TEST(PlanCli, CompileJsonShowsCostsAndPtxasReport) {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("dyngen-plan-ptxas-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  for (const char* tier : {"none", "disk"}) {
+    SCOPED_TRACE(tier);
+    CliResult r = run_cli("compile " + two_gemms() + " --arch sm_80 --json --cache-dir " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, std::string("\"cache_tier\": \"") + tier + "\"")) << r.out;
+    EXPECT_TRUE(has(r.out,
+                    "\"total_flops\": \"5120*s0\", \"total_tensor_flops\": \"5120*s0\", "
+                    "\"total_bytes\": \"288*s0 + 5120\""))
+        << r.out;
+    EXPECT_TRUE(has(r.out, "\"nodes\": [0], \"ops\": [\"linear\"], \"flops\": \"4096*s0\""))
+        << r.out;
+    EXPECT_TRUE(has(r.out, "\"ptxas\": {\"arch\": \"sm_80\", \"registers\": ")) << r.out;
+    EXPECT_TRUE(has(r.out, "\"spill_store_bytes\": 0, \"spill_load_bytes\": 0")) << r.out;
+    EXPECT_FALSE(has(r.out, "\"ptxas\": null")) << r.out;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PlanCli, BadUsageExitsTwo) {
