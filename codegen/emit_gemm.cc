@@ -98,6 +98,7 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
   launch.block = {threads, 1, 1};
   launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
   auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
   std::string src =
       "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
@@ -151,6 +152,7 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
   launch.grid = {ceildiv(spec.M, SymExpr(64)), ceildiv(spec.N, SymExpr(64)), batch};
   launch.block = {256, 1, 1};
   launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
 
   std::string bases = "  long long a_base = " + c_expr(spec.a.offset) + ";\n";
   for (size_t j = 0; j < nb; ++j)
