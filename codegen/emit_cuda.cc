@@ -1,6 +1,11 @@
 #include "codegen/emit_cuda.h"
 
+#include <map>
+#include <set>
+
+#include "codegen/group.h"
 #include "codegen/lowering.h"
+#include "ir/fusion.h"
 
 namespace dg {
 
@@ -46,16 +51,40 @@ KernelPlan emit_cuda(const Graph& g) {
     else ctx.set_buffer(v, {BufferRef::kOutput, static_cast<int>(j)});
   }
 
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
+  // Note [Fusion groups] (ir/fusion.h): a group is emitted at its last member, with buffers for
+  // the values it hands to the rest of the graph.
+  std::map<int64_t, std::vector<int>> groups;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (int64_t id = fusion_group(g.nodes[i])) groups[id].push_back(static_cast<int>(i));
+  auto assign_buffer = [&](ValueId v) {
+    const TensorType& t = g.tensor(v);
+    if (!ctx.has_buffer(v))
+      ctx.set_buffer(v, ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
+                                      "%" + std::to_string(v) + " " + t.to_string()));
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
     if (inlined_constant(g, node)) continue;
-    ctx.set_current_node(static_cast<int>(n));
-    const TensorType& t = g.tensor(node.output);
-    if (!ctx.has_buffer(node.output))
-      ctx.set_buffer(node.output,
-                     ctx.workspace(t.numel() * SymExpr(dtype_size(t.dtype)),
-                                   "%" + std::to_string(node.output) + " " + t.to_string()));
+    ctx.set_current_node(static_cast<int>(i));
     try {
+      if (int64_t id = fusion_group(node)) {
+        const std::vector<int>& members = groups[id];
+        if (static_cast<int>(i) != members.back()) continue;
+        std::set<int> set(members.begin(), members.end());
+        // Convexity: no node between the first and last member reads a member's value.
+        for (int u = members.front(); u < static_cast<int>(i); ++u)
+          if (!set.count(u))
+            for (ValueId in : g.nodes[u].inputs)
+              if (set.count(g.value(in).producer))
+                throw std::logic_error("fusion group " + std::to_string(id) +
+                                       " is read before its kernel runs");
+        for (int m : members)
+          if (escapes(g, set, g.nodes[m].output)) assign_buffer(g.nodes[m].output);
+        ctx.set_current_nodes(members);
+        emit_group(ctx, members);
+        continue;
+      }
+      assign_buffer(node.output);
       switch (op_info(node.op).category) {
         case OpCategory::kCreate:
         case OpCategory::kCast:

@@ -45,9 +45,9 @@ namespace {
 
 std::string literal(double v, const std::string& type) { return c_float(v, type); }
 
-// A rank-0 `constant` operand as a literal in the compute type, rounded to the constant's own
-// dtype first (a bf16 constant 0.1 holds bf16(0.1), not 0.1f).
-bool constant_operand(const Graph& g, ValueId v, const std::string& compute_type,
+}  // namespace
+
+bool constant_literal(const Graph& g, ValueId v, const std::string& compute_type,
                       std::string* literal_out) {
   const Value& val = g.value(v);
   if (val.producer < 0) return false;
@@ -60,7 +60,6 @@ bool constant_operand(const Graph& g, ValueId v, const std::string& compute_type
   return true;
 }
 
-// The dtype whose compute type an elementwise op works in: the promotion of its data operands.
 DType operand_dtype(const Graph& g, const Node& node) {
   DType t = g.tensor(node.output).dtype;
   if (op_info(node.op).category == OpCategory::kCompare) {
@@ -69,8 +68,6 @@ DType operand_dtype(const Graph& g, const Node& node) {
   }
   return t;
 }
-
-}  // namespace
 
 void emit_pointwise_node(LoweringContext& ctx, const Node& node) {
   const Graph& g = ctx.graph();
@@ -104,7 +101,7 @@ void emit_pointwise_node(LoweringContext& ctx, const Node& node) {
     const TensorType& t = g.tensor(in);
     std::string constant;
     bool is_cond = info.category == OpCategory::kWhere && j == 0;
-    if (!is_cond && constant_operand(g, in, k.compute_type, &constant)) {
+    if (!is_cond && constant_literal(g, in, k.compute_type, &constant)) {
       args.push_back(constant);
       continue;
     }

@@ -29,14 +29,19 @@ NodeFlops node_flops(const Graph& g, const Node& node) {
     case OpCategory::kUnary:
     case OpCategory::kBinary:
     case OpCategory::kCompare:
-    case OpCategory::kWhere: f.flops = out.numel(); return f;
-    case OpCategory::kReduce: f.flops = g.tensor(node.inputs[0]).numel(); return f;
+    case OpCategory::kWhere:
+      f.flops = out.numel();
+      return f;
+    case OpCategory::kReduce:
+      f.flops = g.tensor(node.inputs[0]).numel();
+      return f;
     case OpCategory::kIndex:
       if (node.op == OpKind::kIndexAdd) f.flops = g.tensor(node.inputs[2]).numel();
       return f;
     case OpCategory::kCreate:
     case OpCategory::kCast:
-    case OpCategory::kLayout: return f;
+    case OpCategory::kLayout:
+      return f;
   }
   return f;
 }
@@ -53,8 +58,8 @@ void compute_kernel_cost(const Graph& g, const BufferBytesFn& buffer_bytes,
 
   auto in_kernel = [&](ValueId v) {
     std::optional<BufferRef> b = buffer_of(v);
-    return b && std::find(launch->buffers.begin(), launch->buffers.end(), *b) !=
-                    launch->buffers.end();
+    return b &&
+           std::find(launch->buffers.begin(), launch->buffers.end(), *b) != launch->buffers.end();
   };
   std::vector<BufferRef> seen;
   launch->bytes = SymExpr(0);

@@ -33,7 +33,7 @@ void LoweringContext::require_positive(const SymExpr& value, const std::string& 
 }
 
 void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source) {
-  if (launch.nodes.empty() && current_node_ >= 0) launch.nodes.push_back(current_node_);
+  if (launch.nodes.empty()) launch.nodes = current_nodes_;
   auto tensor_bytes = [&](ValueId v) {
     const TensorType& t = g_.tensor(v);
     return t.numel() * SymExpr(dtype_size(t.dtype));

@@ -26,8 +26,13 @@ class LoweringContext {
   // Adds a check made at every call (value >= 1) before anything is launched.
   void require_positive(const SymExpr& value, const std::string& message);
   // The node being lowered (an index into graph().nodes), or -1 between nodes.
-  void set_current_node(int node) { current_node_ = node; }
-  // Adds a kernel's source and launch record. An empty launch.nodes becomes the current node;
+  void set_current_node(int node) {
+    current_nodes_.clear();
+    if (node >= 0) current_nodes_.push_back(node);
+  }
+  // The nodes of the fusion group being lowered; empty between nodes.
+  void set_current_nodes(std::vector<int> nodes) { current_nodes_ = std::move(nodes); }
+  // Adds a kernel's source and launch record. An empty launch.nodes becomes the current node(s);
   // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]).
   void add_kernel(KernelLaunch launch, const std::string& source);
 
@@ -39,7 +44,7 @@ class LoweringContext {
   std::map<ValueId, BufferRef> buffer_of_;
   std::string body_;
   int kernel_count_ = 0;
-  int current_node_ = -1;
+  std::vector<int> current_nodes_;
 };
 
 // Per-category emitters; each lowers one node, writing its result to ctx.buffer_of(node.output).

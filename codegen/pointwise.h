@@ -30,4 +30,11 @@ struct PointwiseKernel {
 
 void emit_pointwise(LoweringContext& ctx, const PointwiseKernel& k);
 
+// A rank-0 `constant` operand as a literal in `compute_type`, rounded to the constant's own dtype
+// first (Note [Inlined constants]); false when `v` is not such a constant.
+bool constant_literal(const Graph& g, ValueId v, const std::string& compute_type,
+                      std::string* literal_out);
+// The dtype whose compute type an elementwise op works in: the promotion of its data operands.
+DType operand_dtype(const Graph& g, const Node& node);
+
 }  // namespace dg

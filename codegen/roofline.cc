@@ -39,8 +39,8 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
   auto eval = [&](const SymExpr& e, const std::string& what, double* out) {
     std::optional<int64_t> v = e.evaluate(bindings);
     if (!v) {
-      *error = "cannot evaluate " + what + " = " + e.to_string() +
-               " (an unbound symbol or an overflow)";
+      *error =
+          "cannot evaluate " + what + " = " + e.to_string() + " (an unbound symbol or an overflow)";
       return false;
     }
     *out = static_cast<double>(*v);
@@ -62,7 +62,8 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
         !eval(k.bytes, k.name + "'s bytes", &e.bytes))
       return std::nullopt;
     if (!e.launched) e.flops = e.tensor_flops = e.bytes = 0;
-    e.compute_seconds = e.tensor_flops / gpu.tensor_flops + (e.flops - e.tensor_flops) / gpu.simt_flops;
+    e.compute_seconds =
+        e.tensor_flops / gpu.tensor_flops + (e.flops - e.tensor_flops) / gpu.simt_flops;
     e.memory_seconds = e.bytes / gpu.bytes_per_second;
     if (e.launched) {
       ++p.launches;

@@ -35,7 +35,9 @@ struct KernelEstimate {
   bool launched = false;  // false: a zero grid extent at this binding, skipped at run time
   double flops = 0, tensor_flops = 0, bytes = 0;
   double compute_seconds = 0, memory_seconds = 0;
-  double seconds() const { return compute_seconds > memory_seconds ? compute_seconds : memory_seconds; }
+  double seconds() const {
+    return compute_seconds > memory_seconds ? compute_seconds : memory_seconds;
+  }
   bool memory_bound() const { return memory_seconds >= compute_seconds; }
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte
 };

@@ -11,5 +11,23 @@ Graph eliminate_dead_code(const Graph& g);
 Graph eliminate_common_subexpressions(const Graph& g);
 // Drops casts to the same dtype and exact round trips such as bf16 -> f32 -> bf16.
 Graph fold_casts(const Graph& g);
+// Weight gradients (K = the token count) as one split-over-tokens group (Note [Weight-gradient
+// groups] in split_weight_grads.cc).
+Graph split_weight_grads(const Graph& g);
+// matmul(x * c, B) -> matmul(x, B) * c for a power-of-two constant c (exact).
+Graph hoist_gemm_scale(const Graph& g);
+// Products that are only summed as one GEMM over the concatenated K (Note [K-concatenated
+// GEMMs] in concat_gemm_k.cc).
+Graph concat_gemm_k(const Graph& g);
+
+// Fusion passes (Note [Fusion groups] in ir/fusion.h): each assigns nodes to kernels.
+// PEFT's LoRA linear as one GEMM with a rank-r epilogue, the rank-r product its own group.
+Graph fuse_lora_linear(const Graph& g);
+// GEMMs sharing their input as one GEMM with two B operands (SwiGLU gate/up, LoRA A products).
+Graph fuse_gate_up(const Graph& g);
+// View chains (reshape / permute / slice / expand) of GEMM operands read in place.
+Graph fuse_operand_views(const Graph& g);
+// Elementwise chains into one kernel, and into the prologue / epilogue of GEMM kernels.
+Graph fuse_pointwise(const Graph& g);
 
 }  // namespace dg

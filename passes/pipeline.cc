@@ -18,9 +18,30 @@ constexpr PassEntry kPipeline[] = {
     {"cse", eliminate_common_subexpressions,
      "first: PEFT casts x to f32 once per adapter; merged casts expose round trips to fold_casts"},
     {"fold_casts", fold_casts, "after cse, so each distinct cast chain is looked at once"},
-    {"dce", eliminate_dead_code, "last: removes what cse and fold_casts left unused"},
+    {"dce", eliminate_dead_code, "removes what cse and fold_casts left unused, before fusion"},
+    {"split_weight_grads", split_weight_grads,
+     "after cse, fold_casts and dce, so each gradient's prologue chain is minimal and shared"},
+    {"hoist_gemm_scale", hoist_gemm_scale,
+     "after split_weight_grads, which keeps the scaled gradient as its prologue; before fusion, "
+     "so the scale joins the GEMM's epilogue and the cast its prologue"},
+    {"concat_gemm_k", concat_gemm_k,
+     "before fusion, so the concatenated GEMM is the anchor its epilogue terms join"},
+    {"fuse_lora_linear", fuse_lora_linear,
+     "after cse and fold_casts, so each adapter's x.to(f32) is one node and the chain is plain"},
+    {"fuse_gate_up", fuse_gate_up,
+     "after fuse_lora_linear: merges whole LoRA linears (and their rank-r products) pairwise"},
+    {"fuse_operand_views", fuse_operand_views,
+     "after the GEMM groups exist, before fuse_pointwise claims nodes for pointwise kernels"},
+    {"fuse_pointwise", fuse_pointwise,
+     "last: elementwise leftovers join the GEMM groups (epilogue / prologue) or form their own"},
 };
 }  // namespace
+
+Graph run_pass(const std::string& name, const Graph& g) {
+  for (const PassEntry& p : kPipeline)
+    if (name == p.name) return p.run(g);
+  throw std::invalid_argument("unknown pass " + name);
+}
 
 std::vector<std::string> pipeline_pass_names() {
   std::vector<std::string> names;

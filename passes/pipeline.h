@@ -18,6 +18,8 @@ struct PipelineOptions {
 
 // Names of the passes in pipeline order.
 std::vector<std::string> pipeline_pass_names();
+// Runs one pass of the pipeline by name; throws std::invalid_argument for an unknown name.
+Graph run_pass(const std::string& name, const Graph& g);
 // Runs the pipeline; throws std::logic_error naming the pass if its result fails to verify.
 Graph run_pipeline(const Graph& g, const PipelineOptions& options = {});
 

@@ -42,9 +42,14 @@ DiskCache& cache_for(const std::string& dir) {
 
 // Compiled executables by (graph hash, target, options): a repeat compile in this process
 // skips passes, codegen and the binary cache.
+struct CachedExecutable {
+  std::string key;
+  std::shared_ptr<Executable> executable;
+  std::vector<KernelResources> resources;
+};
 struct ExecutableCache {
   std::mutex mu;
-  std::map<std::string, std::pair<std::string, std::shared_ptr<Executable>>> by_request;
+  std::map<std::string, CachedExecutable> by_request;
 };
 ExecutableCache& executables() {
   static ExecutableCache* c = new ExecutableCache();
@@ -187,11 +192,30 @@ CompileOutcome failure(int status, std::string message) {
 
 const char* dyngen_version() { return "0.1.0"; }
 
-KernelKeyParts kernel_key_parts(const std::string& source, const std::string& arch) {
+CompileOptions device_compile_options(const std::string& arch) {
+  CompileOptions copts;
+  copts.arch = arch;
+  // Line info names the source by its hash in the PTX and cubin (.file), which profilers show
+  // and the driver double uses to find the source's host emulation.
+  copts.line_info = true;
+  copts.ptxas_verbose = true;  // Note [ptxas report]
+  return copts;
+}
+
+Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::string& arch) {
   KernelKeyParts p;
   p.version = dyngen_version();
   p.arch = arch;
-  p.compiler = arch == "host" ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
+  if (arch == "host") {
+    p.compiler = host_compiler_identity();
+  } else {
+    // The resolved NVRTC options are part of the key: a binary built with other options is
+    // another binary (Note [What the key covers] in nvrtc_compiler.cc).
+    auto resolved = nvrtc_options(device_compile_options(arch));
+    if (!resolved.ok()) return Status::error(resolved.message());
+    p.compiler = "nvrtc " + nvrtc_version();
+    for (const std::string& opt : resolved.value()) p.compiler += " " + opt;
+  }
   p.headers_digest = device_headers_digest();
   p.source_digest = sha256_hex(source);
   return p;
@@ -210,8 +234,9 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     if (it != executables().by_request.end()) {
       ++g_mem_hits;
       CompileOutcome o;
-      o.key = it->second.first;
-      o.executable = it->second.second;
+      o.key = it->second.key;
+      o.executable = it->second.executable;
+      o.resources = it->second.resources;
       o.cache_hit = CacheHit::kMemory;
       return o;
     }
@@ -244,10 +269,15 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   bool host = target->name == "host";
   std::string arch = host ? "host" : binary_arch(target.value());
   // Note [Kernel cache key]: `stored_key` is what the entry holds, `key` its file stem.
-  const KernelKeyParts key_parts = kernel_key_parts(plan.source, arch);
-  const std::string& source_sha = key_parts.source_digest;
-  const std::string stored_key = kernel_cache_key(key_parts);
+  auto key_parts = kernel_key_parts(plan.source, arch);
+  if (!key_parts.ok()) return failure(DG_ERR_INVALID_INPUT, key_parts.message());
+  const std::string source_sha = key_parts->source_digest;
+  const std::string stored_key = kernel_cache_key(key_parts.value());
   const std::string key = sha256_hex(stored_key);
+  // Note [ptxas report]
+  // Every device compile asks ptxas for its per-kernel report (-Xptxas=-v); the parsed report
+  // travels with the binary in its cache entry (Note [Device cache payload] in ptxas_report.h).
+  std::vector<KernelResources> resources;
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
@@ -257,6 +287,17 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   CacheHit hit = CacheHit::kMiss;
   if (binary) {
     hit = after.disk_hits > before.disk_hits ? CacheHit::kDisk : CacheHit::kMemory;
+    std::string unpacked;
+    if (host) {
+      // Host entries hold the shared object itself.
+    } else if (unpack_device_payload(*binary, &unpacked, &resources)) {
+      binary = std::move(unpacked);
+    } else {
+      // Written by an older dyngen or damaged past its checksum: compile again.
+      ++g_corrupt;
+      cache.invalidate(stored_key);
+      binary.reset();
+    }
   }
 
   std::unique_ptr<KernelModule> module;
@@ -272,18 +313,14 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         std::vector<CudaHeader> headers;
         for (const EmbeddedFile& f : device_headers())
           headers.push_back({std::string(f.name), std::string(f.content)});
-        CompileOptions copts;
-        copts.arch = arch;
-        // Line info names the source by its hash in the PTX and cubin (.file), which profilers
-        // show and the driver double uses to find the source's host emulation.
-        copts.line_info = true;
-        auto compiled =
-            nvrtc_compile(plan.source, headers, copts, "dyngen_" + source_sha + ".cu");
+        auto compiled = nvrtc_compile(plan.source, headers, device_compile_options(arch),
+                                      "dyngen_" + source_sha + ".cu");
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
+        resources = parse_ptxas_log(compiled->log);
       }
       // A failed write has already degraded the cache to memory and warned.
-      (void)cache.put(stored_key, *binary);
+      (void)cache.put(stored_key, host ? *binary : pack_device_payload(*binary, resources));
     }
     if (!target->runnable) break;
     int code = 0;
@@ -312,9 +349,10 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   o.executable = exe.value();
   o.key = key;
   o.cache_hit = hit;
+  o.resources = resources;
   {
     std::lock_guard<std::mutex> lock(executables().mu);
-    executables().by_request[request_key] = {key, o.executable};
+    executables().by_request[request_key] = {key, o.executable, resources};
   }
   return o;
 }

@@ -7,6 +7,8 @@
 #include "ir/graph.h"
 #include "runtime/cache_key.h"
 #include "runtime/executable.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/ptxas_report.h"
 
 namespace dg {
 
@@ -27,6 +29,9 @@ struct CompileOutcome {
   CacheHit cache_hit = CacheHit::kMiss;
   int status = 0;  // a dg_status code
   std::string error;
+  // Device targets: ptxas's report for each kernel (Note [ptxas report] in compiler.cc); empty
+  // for host, and for a binary cached without one.
+  std::vector<KernelResources> resources;
   bool ok() const { return status == 0; }
 };
 
@@ -44,7 +49,11 @@ void count_launch();
 // The dyngen version that enters every cache key.
 const char* dyngen_version();
 
-// The key parts (Note [Kernel cache key]) the compile path uses for CUDA `source` on `arch`.
-KernelKeyParts kernel_key_parts(const std::string& source, const std::string& arch);
+// The NVRTC options of every device compile for `arch` (they enter the key).
+CompileOptions device_compile_options(const std::string& arch);
+
+// The key parts (Note [Kernel cache key]) the compile path uses for CUDA `source` on `arch`;
+// an error for an arch NVRTC's options cannot name.
+Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::string& arch);
 
 }  // namespace dg

@@ -111,6 +111,7 @@ Result<std::vector<std::string>> nvrtc_options(const CompileOptions& options) {
     std::vector<std::string> opts = {"-arch=" + target.value(), "--std=c++17", "-default-device"};
     if (options.fast_math) opts.push_back("--use_fast_math");
     if (options.line_info) opts.push_back("-lineinfo");
+    if (options.ptxas_verbose) opts.push_back("-Xptxas=-v");
     opts.insert(opts.end(), options.extra_options.begin(), options.extra_options.end());
     return opts;
   } catch (const std::exception& e) {
@@ -196,6 +197,7 @@ std::string compile_cache_key(std::string_view source, const std::vector<CudaHea
       hash_field(h, "unresolved");
       hash_field(h, options.fast_math ? "fast_math" : "");
       hash_field(h, options.line_info ? "line_info" : "");
+      hash_field(h, options.ptxas_verbose ? "ptxas_verbose" : "");
       for (const std::string& o : options.extra_options) hash_field(h, o);
     }
     hash_field(h, "headers");

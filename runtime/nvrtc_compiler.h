@@ -22,6 +22,7 @@ struct CompileOptions {
   std::string arch = "sm_90a";
   bool fast_math = false;  // --use_fast_math
   bool line_info = false;  // -lineinfo
+  bool ptxas_verbose = false;  // -Xptxas=-v: ptxas's per-kernel report in the log
   // Extra NVRTC options, passed verbatim after ours (e.g. "-DDG_TILE=128"). Part of the key.
   std::vector<std::string> extra_options;
 };

@@ -44,7 +44,8 @@ std::vector<KernelResources> parse_ptxas_log(std::string_view log) {
         r->spill_store_bytes = number_before(line, "bytes spill stores");
         r->spill_load_bytes = number_before(line, "bytes spill loads");
       }
-    } else if (line.find("Used ") != std::string::npos && line.find("registers") != std::string::npos) {
+    } else if (line.find("Used ") != std::string::npos &&
+               line.find("registers") != std::string::npos) {
       if (KernelResources* r = find(out, current)) {
         r->registers = static_cast<int>(number_before(line, "registers"));
         r->barriers = static_cast<int>(number_before(line, "barriers"));
@@ -83,16 +84,48 @@ bool deserialize_resources(std::string_view text, std::vector<KernelResources>* 
   return true;
 }
 
+namespace {
+constexpr std::string_view kPayloadMagic = "dyngen-device-payload-v1 ";
+}  // namespace
+
+std::string pack_device_payload(const std::string& binary,
+                                const std::vector<KernelResources>& report) {
+  std::string text = serialize_resources(report);
+  return std::string(kPayloadMagic) + std::to_string(text.size()) + "\n" + text + binary;
+}
+
+bool unpack_device_payload(const std::string& payload, std::string* binary,
+                           std::vector<KernelResources>* report) {
+  if (payload.compare(0, kPayloadMagic.size(), kPayloadMagic) != 0) return false;
+  size_t eol = payload.find('\n', kPayloadMagic.size());
+  if (eol == std::string::npos || eol - kPayloadMagic.size() > 12) return false;
+  std::string digits = payload.substr(kPayloadMagic.size(), eol - kPayloadMagic.size());
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  size_t n = std::stoull(digits);
+  if (n > payload.size() - eol - 1) return false;
+  if (!deserialize_resources(std::string_view(payload).substr(eol + 1, n), report)) return false;
+  *binary = payload.substr(eol + 1 + n);
+  return !binary->empty();
+}
+
 int64_t max_shared_bytes_per_block(const std::string& arch) {
   // CUDA C++ Programming Guide, compute capabilities table: maximum shared memory per block
   // with the opt-in attribute.
   int sm = std::atoi(arch.c_str() + (arch.rfind("sm_", 0) == 0 ? 3 : 0));
   switch (sm) {
-    case 80: return 163 * 1024;
-    case 86: case 89: return 99 * 1024;
-    case 87: return 163 * 1024;
-    case 90: case 100: case 103: return 227 * 1024;
-    default: return kMaxStaticSharedBytes;
+    case 80:
+      return 163 * 1024;
+    case 86:
+    case 89:
+      return 99 * 1024;
+    case 87:
+      return 163 * 1024;
+    case 90:
+    case 100:
+    case 103:
+      return 227 * 1024;
+    default:
+      return kMaxStaticSharedBytes;
   }
 }
 

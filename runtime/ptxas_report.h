@@ -30,6 +30,17 @@ std::vector<KernelResources> parse_ptxas_log(std::string_view log);
 std::string serialize_resources(const std::vector<KernelResources>& r);
 bool deserialize_resources(std::string_view text, std::vector<KernelResources>* out);
 
+// Note [Device cache payload]
+// A device binary is cached together with its ptxas report, in one entry: a header line
+// "dyngen-device-payload-v1 <report bytes>\n", the serialized report, then the cubin or PTX.
+// One entry per binary keeps the cache's invariants (one entry per graph and target), and a
+// binary found in the cache still comes with its registers, spills and shared memory.
+std::string pack_device_payload(const std::string& binary,
+                                const std::vector<KernelResources>& report);
+// False for anything that is not such a payload (the caller treats the entry as corrupt).
+bool unpack_device_payload(const std::string& payload, std::string* binary,
+                           std::vector<KernelResources>* report);
+
 // The most shared memory one block may use on `arch` (static plus dynamic, with the opt-in
 // attribute): 48 KiB static only on any arch; see the .cc for the per-arch figures.
 int64_t max_shared_bytes_per_block(const std::string& arch);

@@ -29,7 +29,13 @@
 #                                  the OLMoE/PhiMoE/DBRX expert graphs at published sizes, fwd+bwd
 #   bench      LIMIT_MODEL=85 each the seed's four commands with --fixed-num-hidden-layers 2,
 #                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,inductor,thunder,
-#                                  each under BACKEND_TIMEOUTS (in-process alarm)
+#                                  each under BACKEND_TIMEOUTS (in-process alarm); RUN_MODELS=0
+#                                  skips them
+#   kernels    LIMIT_KERNELS=150   bench/gpu/kernel_bench.py: expert MLP fwd+bwd at OLMoE, Phi-3.5-
+#                                  MoE and DBRX shapes, s in KERNEL_TOKENS, dyngen vs eager vs
+#                                  torch.compile(dynamic=True); RUN_KERNELS=0 skips it
+# The phases' limits add up to more than one device command's 600 s: when the earlier phases run
+# long, run the kernel benchmark as a second command (RUN_NUMERICS=0 RUN_MODELS=0).
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,6 +48,11 @@ LIMIT_SETUP="${LIMIT_SETUP:-60}"
 LIMIT_LIB="${LIMIT_LIB:-150}"
 LIMIT_NUMERICS="${LIMIT_NUMERICS:-75}"
 LIMIT_MODEL="${LIMIT_MODEL:-85}"
+LIMIT_KERNELS="${LIMIT_KERNELS:-150}"
+KERNEL_TOKENS="${KERNEL_TOKENS:-64,256,512,1024,2048,4096}"
+RUN_NUMERICS="${RUN_NUMERICS:-1}" # 0: skip check_numerics.py
+RUN_MODELS="${RUN_MODELS:-1}"     # 0: skip the seed's four commands
+RUN_KERNELS="${RUN_KERNELS:-1}"   # 0: skip the kernel benchmark
 MAX_STEPS="${MAX_STEPS:-4}"
 WARMUP="${WARMUP:-2}"
 SEQ="${SEQ:-4096}"
@@ -151,14 +162,15 @@ fi
 
 # ---- numerics on the GPU ---------------------------------------------------------------------------
 small=(); [ "$SCALE" = tiny ] && small=(--small --device "$DEVICE")
-phase numerics "$LIMIT_NUMERICS" env PYTHONUNBUFFERED=1 "$PY" bench/gpu/check_numerics.py \
-  "${small[@]}" --json "$WORK/numerics.json"
+[ "$RUN_NUMERICS" = 1 ] && phase numerics "$LIMIT_NUMERICS" env PYTHONUNBUFFERED=1 "$PY" \
+  bench/gpu/check_numerics.py "${small[@]}" --json "$WORK/numerics.json"
 
 # ---- the seed's four commands --------------------------------------------------------------------
 declare -A ATTN=([allenai/OLMoE-1B-7B-0924]=sdpa [microsoft/GRIN-MoE]=sdpa
                  [microsoft/Phi-3.5-MoE-instruct]=eager [Undi95/dbrx-base]=eager)
-for model in allenai/OLMoE-1B-7B-0924 microsoft/Phi-3.5-MoE-instruct microsoft/GRIN-MoE \
-             Undi95/dbrx-base; do
+models=(allenai/OLMoE-1B-7B-0924 microsoft/Phi-3.5-MoE-instruct microsoft/GRIN-MoE Undi95/dbrx-base)
+[ "$RUN_MODELS" = 1 ] || models=()
+for model in "${models[@]}"; do
   short="$(basename "$model" | cut -d- -f1 | tr '[:upper:]' '[:lower:]')"
   [ "$model" = microsoft/GRIN-MoE ] && short=grin
   phase "bench-$short" "$LIMIT_MODEL" env PYTHONUNBUFFERED=1 "$PY" bench/moe_peft/benchmark_peft.py \
@@ -168,6 +180,16 @@ for model in allenai/OLMoE-1B-7B-0924 microsoft/Phi-3.5-MoE-instruct microsoft/G
     --backend-timeout "$BACKEND_TIMEOUTS" --device "$DEVICE" --scale "$SCALE" \
     --json "$WORK/bench-$short.json" --plot "$OUT/steps-$short.png"
 done
+
+# ---- kernel benchmark: expert MLP fwd+bwd, dyngen vs eager vs torch.compile(dynamic=True) ---------
+# bench/gpu/kernel_bench.py; it stops starting new points LIMIT_KERNELS - 45 s in (an Inductor
+# compile can take that long) and saves after each expert, so a timeout keeps what it measured.
+if [ "$RUN_KERNELS" = 1 ]; then
+  dry=(); [ "$DEVICE" = cpu ] && dry=(--dry-run)
+  phase kernels "$LIMIT_KERNELS" env PYTHONUNBUFFERED=1 "$PY" bench/gpu/kernel_bench.py \
+    --tokens "$KERNEL_TOKENS" --time-limit $(( LIMIT_KERNELS - 45 )) --json "$WORK/kernels.json" \
+    "${dry[@]}"
+fi
 
 # ---- one JSON -------------------------------------------------------------------------------------
 "$PY" - "$WORK" "$OUT/h200.json" "$EXECUTOR" <<'EOF'
@@ -182,7 +204,7 @@ def load(name):
 phases = [dict(zip(("phase", "rc", "seconds", "limit"), l.rstrip("\n").split("\t")))
           for l in open(os.path.join(work, "phases.tsv"))]
 merged = {"facts": open(os.path.join(work, "facts.txt")).read(), "dyngen_executor": executor,
-          "phases": phases, "numerics": load("numerics.json"),
+          "phases": phases, "numerics": load("numerics.json"), "kernels": load("kernels.json"),
           "bench": {f[6:-5]: load(f) for f in sorted(os.listdir(work))
                     if f.startswith("bench-") and f.endswith(".json")}}
 json.dump(merged, open(out, "w"), indent=2, default=str)

@@ -52,7 +52,9 @@ void print_one(const std::string& file, const CompileOutcome& o, int64_t compile
                std::ostream& out) {
   const Executable& e = *o.executable;
   if (json) {
-    std::string j = describe_executable_json(e, o.key, static_cast<int>(o.cache_hit));
+    bool device = e.target() != "host";
+    std::string j = describe_executable_json(e, o.key, static_cast<int>(o.cache_hit),
+                                             device ? &o.resources : nullptr);
     j.insert(j.size() - 1, ", \"nvrtc_compiles\": " + std::to_string(compiles) +
                                ", \"file\": " + json_escape(file));
     out << j << "\n";

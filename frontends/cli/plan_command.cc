@@ -42,8 +42,8 @@ bool check_bindings(const Graph& g, const std::map<std::string, int64_t>& bindin
     for (const SymExpr& s : g.symbols)
       if (s.symbol_name() == name) sym = &s;
     if (!sym) {
-      err << "dyngen: " << file << ": --bind " << name << ": no such symbol (the graph has: "
-          << (names.empty() ? "none" : names) << ")\n";
+      err << "dyngen: " << file << ": --bind " << name
+          << ": no such symbol (the graph has: " << (names.empty() ? "none" : names) << ")\n";
       return false;
     }
     Interval r = sym->symbol_range();
@@ -57,8 +57,8 @@ bool check_bindings(const Graph& g, const std::map<std::string, int64_t>& bindin
   }
   for (const SymExpr& s : g.symbols) {
     if (!bindings.count(s.symbol_name())) {
-      err << "dyngen: " << file << ": symbol " << s.symbol_name()
-          << " needs a value: --bind " << s.symbol_name() << "=N\n";
+      err << "dyngen: " << file << ": symbol " << s.symbol_name() << " needs a value: --bind "
+          << s.symbol_name() << "=N\n";
       return false;
     }
   }
@@ -84,9 +84,8 @@ void print_text(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f
   out << line;
   for (const KernelEstimate& e : p.kernels) {
     if (!e.launched) {
-      std::snprintf(line, sizeof line, "%-28s %12s %12s %8s %10s %6s  %s\n",
-                    e.kernel->name.c_str(), "-", "-", "-", "-", "skip",
-                    e.kernel->summary.c_str());
+      std::snprintf(line, sizeof line, "%-28s %12s %12s %8s %10s %6s  %s\n", e.kernel->name.c_str(),
+                    "-", "-", "-", "-", "skip", e.kernel->summary.c_str());
     } else {
       std::snprintf(line, sizeof line, "%-28s %12.3f %12.1f %8.2f %10.3f %6s  %s\n",
                     e.kernel->name.c_str(), e.flops / 1e6, e.bytes / 1e3, e.intensity(),
@@ -108,8 +107,9 @@ void print_text(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f
 
 void print_json(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f,
                 const std::string& per_symbol, int64_t per_value, std::ostream& out) {
-  std::string j = "{\"file\": " + json_escape(f.file) + ", \"estimate\": " +
-                  json_escape(kEstimateNote) + ", \"gpu\": {\"name\": " + json_escape(gpu.name) +
+  std::string j = "{\"file\": " + json_escape(f.file) +
+                  ", \"estimate\": " + json_escape(kEstimateNote) +
+                  ", \"gpu\": {\"name\": " + json_escape(gpu.name) +
                   ", \"tensor_flops_per_s\": " + num(gpu.tensor_flops) +
                   ", \"simt_flops_per_s\": " + num(gpu.simt_flops) +
                   ", \"bytes_per_s\": " + num(gpu.bytes_per_second) + "}, \"bindings\": {";
@@ -140,8 +140,8 @@ void print_json(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f
   j += "], \"total\": {\"launches\": " + std::to_string(p.launches) +
        ", \"flops\": " + num(p.flops) + ", \"tensor_flops\": " + num(p.tensor_flops) +
        ", \"bytes\": " + num(p.bytes) + ", \"intensity\": " + fmt("%.6g", p.intensity()) +
-       ", \"estimated_seconds\": " + fmt("%.6g", p.seconds) + "}, \"workspace_bytes\": " +
-       num(p.workspace_bytes);
+       ", \"estimated_seconds\": " + fmt("%.6g", p.seconds) +
+       "}, \"workspace_bytes\": " + num(p.workspace_bytes);
   if (per_value > 0)
     j += ", \"workspace_bytes_per_token\": " +
          fmt("%.6g", p.workspace_bytes / static_cast<double>(per_value)) +
@@ -151,8 +151,7 @@ void print_json(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f
 
 }  // namespace
 
-int run_plan_command(const std::vector<std::string>& args, std::ostream& out,
-                     std::ostream& err) {
+int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   // --gpu is ours; the rest are the flags compile and run share.
   std::string gpu_name = "h200";
   std::vector<std::string> rest;
@@ -174,7 +173,9 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out,
     out << "usage: dyngen " << kUsage << "\n"
         << "Lowers a graph (passes and codegen, no compile) and prints per kernel and in total:\n"
            "launches, FLOPs, bytes, arithmetic intensity and a roofline time estimate for the\n"
-           "named GPU (default h200; known: " << known_gpus() << "), and the workspace size.\n"
+           "named GPU (default h200; known: "
+        << known_gpus()
+        << "), and the workspace size.\n"
            "--disable-pass NAME skips a pass, e.g. a fusion pass, for the unfused figures.\n";
     return kExitOk;
   }
@@ -227,8 +228,10 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out,
     per_symbol = graph->symbols[0].symbol_name();
     per_value = flags.bindings.at(per_symbol);
   }
-  if (flags.json) print_json(*est, *gpu, flags, per_symbol, per_value, out);
-  else print_text(*est, *gpu, flags, per_symbol, per_value, out);
+  if (flags.json)
+    print_json(*est, *gpu, flags, per_symbol, per_value, out);
+  else
+    print_text(*est, *gpu, flags, per_symbol, per_value, out);
   return kExitOk;
 }
 

@@ -1,8 +1,9 @@
 // The cost model's FLOPs and bytes for a small graph, against figures worked out by hand.
+#include "codegen/kernel_cost.h"
+
 #include <gtest/gtest.h>
 
 #include "codegen/emit_cuda.h"
-#include "codegen/kernel_cost.h"
 
 namespace dg {
 namespace {
@@ -24,9 +25,9 @@ Graph small_graph() {
   ValueId y = b.op(OpKind::kLinear, {x, w});
   ValueId yf = b.op(OpKind::kCast, {y}, {{"dtype", DType::kF32}});
   ValueId z = b.op(OpKind::kAdd, {yf, bias});
-  ValueId h = b.op(OpKind::kSlice, {z},
-                   {{"dim", int64_t{1}}, {"start", std::vector<SymExpr>{0}},
-                    {"end", std::vector<SymExpr>{16}}});
+  ValueId h = b.op(
+      OpKind::kSlice, {z},
+      {{"dim", int64_t{1}}, {"start", std::vector<SymExpr>{0}}, {"end", std::vector<SymExpr>{16}}});
   b.output(b.op(OpKind::kCat, {h, yf, h}, {{"dim", int64_t{1}}}));
   return b.finish();
 }
@@ -85,7 +86,7 @@ TEST(KernelCost, NodeFlopsByCategory) {
   SymExpr s = b.symbol("s", 0);
   ValueId a = b.input(DType::kF32, {3, s, 10});
   ValueId m = b.input(DType::kF32, {10, 6});
-  ValueId p = b.op(OpKind::kMatmul, {a, m});                          // f32: not tensor-core
+  ValueId p = b.op(OpKind::kMatmul, {a, m});  // f32: not tensor-core
   ValueId r = b.op(OpKind::kSum, {p}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", int64_t{0}}});
   ValueId e = b.op(OpKind::kExp, {r});
   b.output(e);

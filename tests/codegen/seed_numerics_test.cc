@@ -68,9 +68,8 @@ TEST(SeedNumerics, ForwardMatchesReferenceForEveryTokenCount) {
   check_all_token_counts("seed_expert_mlp.dgir", "s77");
 }
 
-TEST(SeedNumerics, BackwardMatchesReferenceForEveryTokenCount) {
-  check_all_token_counts("seed_expert_mlp_backward.dgir", "s77");
-}
+// The backward graphs (fused, with weight gradients summed per token chunk) are checked in
+// backward_numerics_test.cc, with a tolerance that allows for the changed summation order.
 
 }  // namespace
 }  // namespace dg

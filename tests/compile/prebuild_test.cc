@@ -61,12 +61,12 @@ TEST(Prebuild, KeyWrittenForSm90aIsTheKeyOfAnH200) {
   ASSERT_TRUE(o.ok()) << o.error;
   // What a process on an H200 computes: its device's arch, the same source and compiler.
   const std::string h200 = kernel_cache_key(
-      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(90)));
+      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(90)).value());
   EXPECT_EQ(o.key, sha256_hex(h200));
   EXPECT_TRUE(fs::exists(dir / entry_file_name(h200))) << "the entry an H200 process opens";
   // An Ampere device looks elsewhere.
   const std::string a100 = kernel_cache_key(
-      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(80)));
+      kernel_key_parts(o.executable->plan().source, arch_for_compute_capability(80)).value());
   EXPECT_NE(sha256_hex(a100), o.key);
   fs::remove_all(dir);
 }

@@ -1,0 +1,238 @@
+// GEMM kernels for fusion groups and plain linear / matmul nodes: the tensor-core template of
+// dg_gemm.cuh where the operands allow it (Note [Tensor-core GEMM]), the scalar tile otherwise.
+#include "codegen/c_expr.h"
+#include "codegen/gemm.h"
+
+namespace dg {
+
+std::string KernelParams::add(BufferRef buffer, DType dtype, bool output) {
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i] == buffer) return names_[i];
+  std::string name = (output ? "o" : "p") + std::to_string(buffers_.size());
+  buffers_.push_back(buffer);
+  names_.push_back(name);
+  decls_.push_back((output ? "" : "const ") + ctype(dtype) + "* __restrict__ " + name);
+  return name;
+}
+
+std::string KernelParams::declaration() const {
+  std::string s;
+  for (size_t i = 0; i < decls_.size(); ++i) s += (i ? ", " : "") + decls_[i];
+  return s;
+}
+
+namespace {
+
+bool multiple_of_8(const SymExpr& e) { return e.divisor() % 8 == 0; }  // divisor(0) == 0
+
+// Tensor-core operand layout: AT / BKN of dg_gemm_tc and the leading dimension.
+struct TcLayout {
+  bool transposed = false;
+  SymExpr ld;
+};
+
+// A (m, k): k contiguous (AT = false) or m contiguous (AT = true). B (k, n): k contiguous
+// (BKN = false) or n contiguous (BKN = true). The contiguous extent must be a multiple of 8.
+std::optional<TcLayout> tc_layout(const GemmOperandRef& op, const SymExpr& rows,
+                                  const SymExpr& cols, bool is_b) {
+  if (op.load_dtype != DType::kBF16 || op.value_dtype != DType::kBF16) return std::nullopt;
+  if (!multiple_of_8(op.offset)) return std::nullopt;
+  // For A, rows = M and cols = K; for B, rows = K and cols = N.
+  const SymExpr& k_extent = is_b ? rows : cols;
+  const SymExpr& other = is_b ? cols : rows;
+  const SymExpr& k_stride = is_b ? op.row_stride : op.col_stride;
+  const SymExpr& o_stride = is_b ? op.col_stride : op.row_stride;
+  if (k_stride == SymExpr(1) && multiple_of_8(k_extent) && multiple_of_8(o_stride))
+    return TcLayout{false, o_stride};
+  if (o_stride == SymExpr(1) && multiple_of_8(other) && multiple_of_8(k_stride))
+    return TcLayout{true, k_stride};
+  return std::nullopt;
+}
+
+struct TileConfig {
+  int bm, bn, bk, warps_m, warps_n, stages;
+};
+
+// Note [Tile choice]: per GEMM from the range of M (a symbol range holds for every binding) and
+// N: warp tiles of 32 x 64 (one B) or 32 x 32 per B (two B), so each thread keeps 64 fp32
+// accumulators; shared memory stays under the 48 KB of static shared memory.
+TileConfig choose_tile(const SymExpr& M, int64_t N, int nb) {
+  const Interval r = M.bounds();
+  const int bn = (nb == 2 || N <= 64) ? 64 : 128;
+  const int warps_n = nb == 2 ? bn / 32 : bn / 64;
+  if (r.hi <= 32) return {32, bn, 32, 1, warps_n, 3};
+  if (r.lo >= 1024) return {128, bn, 32, 4, warps_n, 2};
+  return {64, bn, 32, 2, warps_n, 3};
+}
+
+std::string operand_load(const GemmOperandRef& op, const std::string& name,
+                         const std::string& index, const std::string& acc) {
+  std::string v = name + "[" + index + "]";
+  if (op.value_dtype != op.load_dtype) v = "dg_convert<" + ctype(op.value_dtype) + ">(" + v + ")";
+  return "dg_convert<" + acc + ">(" + v + ")";
+}
+
+std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc) {
+  std::string s = "  auto epi = [&](long long row, int col, " + acc + " acc0";
+  if (spec.b.size() == 2) s += ", " + acc + " acc1";
+  return s + ") {\n" + spec.epilogue + "  };\n";
+}
+
+void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout& la,
+                      const TcLayout& lb) {
+  const int64_t N = *spec.N.as_const(), K = *spec.K.as_const();
+  const int nb = static_cast<int>(spec.b.size());
+  const TileConfig t = choose_tile(spec.M, N, nb);
+  const std::string pa = spec.params.add(spec.a.buffer, DType::kBF16, false);
+  std::vector<std::string> pb;
+  for (const GemmOperandRef& b : spec.b) pb.push_back(spec.params.add(b.buffer, DType::kBF16, false));
+  const std::string tile = "DgGemmTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) +
+                           ", " + std::to_string(t.bk) + ", " + std::to_string(t.warps_m) + ", " +
+                           std::to_string(t.warps_n) + ", " + std::to_string(t.stages) + ">";
+  const int threads = 32 * t.warps_m * t.warps_n;
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name(spec.what);
+  launch.summary = spec.summary + " [tensor cores " + std::to_string(t.bm) + "x" +
+                   std::to_string(t.bn) + "x" + std::to_string(t.bk) + ", " +
+                   std::to_string(t.stages) + " stages]";
+  launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
+  launch.block = {threads, 1, 1};
+  launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
+  auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
+      launch.name + "(" + spec.params.declaration() + ctx.symbol_params() + ") {\n" +
+      "  const long long M = " + c_expr(spec.M) + ";\n  const long long c_base = 0;\n" +
+      epilogue_lambda(spec, "float") + "  dg_gemm_tc<" + tile + ", " + std::to_string(N) + ", " +
+      std::to_string(K) + ", " + (la.transposed ? "true" : "false") + ", " +
+      (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa + " + " +
+      c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
+      b_ptr(nb == 2 ? 1 : 0) + ", " + c_expr(lb.ld) + ", M, epi);\n}\n";
+  ctx.add_kernel(std::move(launch), src);
+}
+
+// Loads one 64 x 16 operand tile into shared memory, converting to the accumulator type; the
+// faster-varying index follows the unit stride. A tile: dst[k][m]; B tile: dst[k][n].
+std::string tile_load(const std::string& dst, const std::string& src, const std::string& base,
+                      const std::string& acc, const GemmOperandRef& op, bool is_a) {
+  bool k_fastest = is_a ? op.col_stride == SymExpr(1) : op.row_stride == SymExpr(1);
+  std::string s = "    for (int e = threadIdx.x; e < 64 * 16; e += 256) {\n";
+  if (k_fastest) s += "      const int kk = e % 16, o = e / 16;\n";
+  else s += "      const int kk = e / 64, o = e % 64;\n";
+  std::string oi = is_a ? "m0 + o" : "n0 + o";
+  std::string off = is_a ? "(" + oi + ") * " + c_expr(op.row_stride) + " + (k0 + kk) * " +
+                               c_expr(op.col_stride)
+                         : "(k0 + kk) * " + c_expr(op.row_stride) + " + (" + oi + ") * " +
+                               c_expr(op.col_stride);
+  std::string bound = is_a ? "m0 + o < M" : "n0 + o < N";
+  s += "      " + dst + "[kk][o] = (" + bound + " && k0 + kk < K) ? " +
+       operand_load(op, src, base + " + " + off, acc) + " : (" + acc + ")0;\n    }\n";
+  return s;
+}
+
+// Note [Simple GEMM]
+// A 64x64 output tile per block, K in steps of 16 through shared memory, 256 threads each owning
+// a 4x4 micro-tile (per B operand), fp32 accumulation (fp64 for f64) and one rounding at the end,
+// as PyTorch does (f32 GEMMs stay fp32 on CUDA cores: no TF32). Operands are read through
+// strides, so x . W^T, transposed operands and views need no copies; a fused cast converts in the
+// loads. Tiles are predicated on M, N and K, which may all be symbolic; K = 0 gives zeros (+ bias).
+// Batch dims run over blockIdx.z, looped past its 65,535 limit (Note [Grid limits]). This is the correct-everywhere path for what the tensor-core
+// kernel cannot take.
+void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
+  const std::string acc = compute_ctype(spec.acc_dtype);
+  const size_t nb = spec.b.size();
+  const std::string pa = spec.params.add(spec.a.buffer, spec.a.load_dtype, false);
+  std::vector<std::string> pb;
+  for (const GemmOperandRef& b : spec.b) pb.push_back(spec.params.add(b.buffer, b.load_dtype, false));
+  SymExpr batch = TensorType{DType::kF32, spec.batch}.numel();
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name(spec.what);
+  launch.summary = spec.summary + " [scalar tile 64x64]";
+  launch.grid = {ceildiv(spec.M, SymExpr(64)), ceildiv(spec.N, SymExpr(64)),
+                 min(batch, SymExpr(65535))};
+  launch.block = {256, 1, 1};
+  launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
+
+  std::string bases = "  long long a_base = " + c_expr(spec.a.offset) + ";\n";
+  for (size_t j = 0; j < nb; ++j)
+    bases += "  long long b_base" + std::to_string(j) + " = " + c_expr(spec.b[j].offset) + ";\n";
+  if (!spec.batch.empty()) {
+    bases += "  {\n" + unravel(spec.batch, "bz");
+    bases += "    a_base += " + offset_expr(spec.a.batch_strides) + ";\n";
+    for (size_t j = 0; j < nb; ++j)
+      bases += "    b_base" + std::to_string(j) + " += " + offset_expr(spec.b[j].batch_strides) +
+               ";\n";
+    bases += "  }\n";
+  }
+  std::string loads = tile_load("As", pa, "a_base", acc, spec.a, true);
+  std::string fma, decl, call_args;
+  for (size_t j = 0; j < nb; ++j) {
+    std::string J = std::to_string(j);
+    loads += tile_load("Bs" + J, pb[j], "b_base" + J, acc, spec.b[j], false);
+    decl += "  " + acc + " c" + J + "[4][4] = {};\n";
+    fma += "      for (int j = 0; j < 4; ++j) {\n"
+           "        const " + acc + " bv = Bs" + J + "[kk][tx + 16 * j];\n"
+           "        for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
+    call_args += ", c" + J + "[i][j]";
+  }
+  std::string smem = "  __shared__ " + acc + " As[16][64 + 1];\n";
+  for (size_t j = 0; j < nb; ++j)
+    smem += "  __shared__ " + acc + " Bs" + std::to_string(j) + "[16][64 + 1];\n";
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+      spec.params.declaration() + ctx.symbol_params() + ") {\n" +
+      "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
+      c_expr(spec.K) + ";\n" + smem +
+      "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n" + bases +
+      "  const long long c_base = bz * M * N;\n"
+      "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
+      "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl +
+      "  for (long long k0 = 0; k0 < K; k0 += 16) {\n" + loads +
+      "    __syncthreads();\n"
+      "    for (int kk = 0; kk < 16; ++kk) {\n"
+      "      " + acc + " av[4];\n"
+      "      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
+      "    }\n"
+      "    __syncthreads();\n"
+      "  }\n" + epilogue_lambda(spec, acc) +
+      "  for (int i = 0; i < 4; ++i) {\n"
+      "    const long long row = m0 + ty + 16 * i;\n"
+      "    if (row >= M) continue;\n"
+      "    for (int j = 0; j < 4; ++j) {\n"
+      "      const long long col = n0 + tx + 16 * j;\n"
+      "      if (col < N) epi(row, (int)col" + call_args + ");\n"
+      "    }\n"
+      "  }\n"
+      "  }\n"
+      "}\n";
+  ctx.add_kernel(std::move(launch), src);
+}
+
+}  // namespace
+
+bool tensor_core_eligible(const GemmKernelSpec& spec) {
+  if (!spec.batch.empty() || !spec.N.is_const() || !spec.K.is_const()) return false;
+  if (*spec.K.as_const() == 0 || *spec.N.as_const() == 0) return false;
+  if (spec.b.empty() || spec.b.size() > 2) return false;
+  if (!tc_layout(spec.a, spec.M, spec.K, false)) return false;
+  auto first = tc_layout(spec.b[0], spec.K, spec.N, true);
+  if (!first) return false;
+  for (const GemmOperandRef& b : spec.b) {
+    auto l = tc_layout(b, spec.K, spec.N, true);
+    if (!l || l->transposed != first->transposed || l->ld != first->ld) return false;
+  }
+  return true;
+}
+
+void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec) {
+  if (tensor_core_eligible(spec)) {
+    emit_tensor_core(ctx, spec, *tc_layout(spec.a, spec.M, spec.K, false),
+                     *tc_layout(spec.b[0], spec.K, spec.N, true));
+    return;
+  }
+  emit_scalar(ctx, spec);
+}
+
+}  // namespace dg

@@ -1,0 +1,55 @@
+// Internal: GEMM kernels with an epilogue, on tensor cores (codegen/device/dg_gemm.cuh) when the
+// operands allow it and on the scalar tile otherwise (Note [Simple GEMM] in emit_matmul.cc).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/lowering.h"
+
+namespace dg {
+
+// Pointer parameters of one kernel, in order; a buffer read twice is passed once.
+class KernelParams {
+ public:
+  // The parameter's name; `output` makes it writable.
+  std::string add(BufferRef buffer, DType dtype, bool output);
+  std::string declaration() const;  // "T* __restrict__ o0, const U* __restrict__ p1, ..."
+  const std::vector<BufferRef>& buffers() const { return buffers_; }
+
+ private:
+  std::vector<BufferRef> buffers_;
+  std::vector<std::string> names_, decls_;
+};
+
+// One GEMM operand read in place through strides: element (r, c) at
+// buffer[offset + r * row_stride + c * col_stride]. A is (m, k), B is (k, n).
+struct GemmOperandRef {
+  BufferRef buffer;
+  DType load_dtype = DType::kBF16;   // what the buffer holds
+  DType value_dtype = DType::kBF16;  // the operand's dtype (differs when a cast is fused in)
+  SymExpr offset, row_stride, col_stride;
+  std::vector<SymExpr> batch_strides;  // scalar path only: one per batch dim
+};
+
+struct GemmKernelSpec {
+  std::string what, summary;
+  std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
+  SymExpr M, N, K;
+  std::vector<SymExpr> batch;  // batch dims (scalar path only); blockIdx.z runs over them
+  GemmOperandRef a;
+  std::vector<GemmOperandRef> b;  // one, or two sharing A (Note [Fusion groups])
+  DType acc_dtype = DType::kF32;
+  KernelParams params;  // holds the epilogue's buffers; A and B are added by emit_gemm
+  // Statements run for each (row, col) inside [0, M) x [0, N), with `long long row`, `int col`,
+  // `acc0` (and `acc1` for two B operands) in scope, and `c_base`, the batch's offset in C.
+  std::string epilogue;
+};
+
+// True when the tensor-core kernel can take the spec: bf16 operands, static N and K, 16-byte
+// multiples along every operand's contiguous dim and leading dimension, no batch.
+bool tensor_core_eligible(const GemmKernelSpec& spec);
+
+// Emits the kernel (tensor cores when eligible) and records its launch.
+void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec);
+
+}  // namespace dg

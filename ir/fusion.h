@@ -1,0 +1,40 @@
+// Fusion groups: which nodes run together in one kernel. Set by the fusion passes (passes/fuse_*),
+// read by codegen (codegen/emit_group.cc).
+//
+// Note [Fusion groups]
+// A group is a set of nodes carrying the same attribute `fusion = G` (G >= 1); the text form
+// prints it like any attribute, e.g. `%9: bf16[s0, 1024] = silu(%8) {fusion = 2}`. Codegen lowers
+// each group as ONE kernel; a value made inside a group gets a buffer only when something outside
+// the group (or the graph's output list) reads it, so a fused intermediate costs no memory.
+// A group has one of two shapes:
+// - GEMM group: one or two matmul / linear nodes (the anchors) that read the same A operand and
+//   have the same N and K (two anchors = the horizontal gate/up fusion: one A tile, two B tiles);
+//   a cast feeding the anchors' A operand (the prologue, read in the GEMM's own loads); reshape /
+//   permute / slice / expand chains feeding an operand from a buffer (read in place through
+//   strides, no copy kernel); and the epilogue: elementwise ops, casts, and matmul / linear nodes
+//   marked `epilogue_matmul = 1` whose small K is static (LoRA's rank-r update B(t)), each over the
+//   anchors' output shape, evaluated per output element from the fp32 accumulators.
+// - Pointwise group: elementwise ops and casts over one shape, one kernel, several outputs.
+// Rank-0 constants are never members; kernels spell them as literals (Note [Inlined constants]).
+// Every member computes what the unfused node computes, with the same rounding: each value is
+// rounded to its own dtype where the unfused graph would store it (a bf16 linear's result is
+// rounded to bf16 before the epilogue reads it, as PyTorch's separate kernels would).
+// The passes only group nodes when the result is legal for every binding of the symbols (shapes
+// and strides are compared as symbolic expressions, alignment is a static divisor), so one compile
+// serves every token count. Groups are convex (no path leaves a group and comes back) and the
+// passes leave each group's members next to each other in node order.
+#pragma once
+#include "ir/graph.h"
+
+namespace dg {
+
+inline constexpr const char* kFusionAttr = "fusion";
+inline constexpr const char* kEpilogueMatmulAttr = "epilogue_matmul";
+
+// The node's fusion group, 0 when it has none.
+inline int64_t fusion_group(const Node& n) { return n.attrs.get_int(kFusionAttr).value_or(0); }
+inline bool is_epilogue_matmul(const Node& n) {
+  return n.attrs.get_int(kEpilogueMatmulAttr).value_or(0) != 0;
+}
+
+}  // namespace dg

@@ -1,0 +1,69 @@
+// The kernels generated for the backward graphs' weight-gradient groups compile with NVRTC for
+// sm_80 and sm_90a with no register spills, read from ptxas's verbose report; every kernel of the
+// plan compiles.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "codegen/emit_cuda.h"
+#include "ir/text_format.h"
+#include "passes/pipeline.h"
+#include "runtime/emu/device_headers.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace dg {
+namespace {
+
+Graph load(const std::string& name) {
+  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ParseResult r = parse_graph_text(ss.str());
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.graph;
+}
+
+// ptxas -v prints, per kernel, "Compiling entry function 'NAME'" and then a line with
+// "N bytes spill stores, M bytes spill loads". Returns "kernel: N/M" for every nonzero one.
+std::string spills(const std::string& log, const std::string& name_part, int* kernels) {
+  std::string bad, current;
+  std::istringstream lines(log);
+  std::regex entry(R"(entry function '([^']+)')"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  *kernels = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry)) current = m[1], ++*kernels;
+    if (current.find(name_part) == std::string::npos) continue;
+    if (std::regex_search(line, m, spill) && (m[1] != "0" || m[2] != "0"))
+      bad += current + ": " + m[1].str() + "/" + m[2].str() + " bytes spilled\n";
+  }
+  return bad;
+}
+
+class BackwardSpills : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BackwardSpills, EveryKernelCompilesWithoutSpills) {
+  std::vector<CudaHeader> headers;
+  for (const EmbeddedFile& f : device_headers())
+    headers.push_back({std::string(f.name), std::string(f.content)});
+  for (const char* fixture : {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir"}) {
+    KernelPlan plan = emit_cuda(run_pipeline(load(fixture)));
+    CompileOptions opts;
+    opts.arch = GetParam();
+    opts.extra_options = {"--ptxas-options=-v"};
+    auto compiled = nvrtc_compile(plan.source, headers, opts);
+    ASSERT_TRUE(compiled.ok()) << fixture << ": " << compiled.message();
+    int kernels = 0;
+    EXPECT_EQ(spills(compiled->log, "wgrad", &kernels), "") << fixture;
+    EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
+    EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << fixture << "\n" << compiled->log;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, BackwardSpills, ::testing::Values("sm_80", "sm_90a"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dg

@@ -1,0 +1,256 @@
+// Static checks of the machine code, without a GPU. For every generated kernel of the seed's
+// forward and backward graphs and of the codegen catalog, compiled for sm_80 and sm_90a:
+// ptxas reports 0 spill bytes and shared memory within the architecture's limits, and the SASS
+// of every kernel with bf16 contractions shows tensor-core MMAs (HMMA): bf16 GEMMs lower to the
+// tensor-core template (codegen/device/dg_gemm.cuh). The SASS checker itself is checked on the
+// mma test kernels of tests/emu against scalar kernels.
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "ir/graph_io.h"
+#include "runtime/compiler.h"
+#include "runtime/disk_cache.h"
+#include "runtime/emu/device_headers.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/ptxas_report.h"
+#include "tests/codegen/op_cases.h"
+#include "tests/emu/basic_kernels.h"
+#include "tests/emu/tensor_core_kernels.h"
+#include "tests/static/sass_tools.h"
+
+namespace dg {
+namespace {
+
+constexpr const char* kArchs[] = {"sm_80", "sm_90a"};
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("DYNGEN_CACHE_DIR")) return d;
+  return (std::filesystem::temp_directory_path() / "dyngen-static-test-cache").string();
+}
+
+std::string cuobjdump_or_fail() {
+  std::string why;
+  std::string tool = testing::find_cuobjdump(&why);
+  if (tool.empty())
+    ADD_FAILURE() << why
+                  << "\nThe SASS checks need cuobjdump and nvdisasm: scripts/setup.sh installs the "
+                     "PyPI packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm into .venv "
+                     "(or set DYNGEN_CUOBJDUMP to a cuobjdump with nvdisasm beside it).";
+  return tool;
+}
+
+// Known spills: the scalar GEMM tile (emit_scalar in codegen/emit_gemm.cc, "[scalar tile 64x64]"
+// in its summary) spills 4 to 12 bytes with NVRTC 13.0 in some operand layouts: the seed
+// backward's fp32 LoRA matmuls over transposed operands (sm_80 and sm_90a) and the catalog's 3-d
+// f32 linear (sm_80). Tolerated only in that emitter's kernels and only up to 16 bytes; they are
+// printed, and every other spill fails.
+bool known_scalar_gemm_spill(const KernelLaunch& k, const KernelResources& r) {
+  bool spills = r.spill_store_bytes > 0 || r.spill_load_bytes > 0;
+  bool scalar_gemm = k.summary.find("[scalar tile") != std::string::npos;
+  return spills && scalar_gemm && r.spill_store_bytes <= 16 && r.spill_load_bytes <= 16;
+}
+
+// bf16 GEMMs that run on the scalar tile by design, by test case: the tensor-core template takes
+// 2-d problems only (tensor_core_eligible in codegen/emit_gemm.cc), and this batched matmul keeps
+// its batch dim. Every other kernel with bf16 contractions must show HMMA.
+bool bf16_gemm_on_scalar_tile_by_design(const std::string& test_case) {
+  return test_case == "op_matmul_batched";
+}
+
+struct StaticCase {
+  std::string name;
+  Graph graph;
+};
+void PrintTo(const StaticCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<StaticCase> static_cases() {
+  std::vector<StaticCase> cases;
+  for (const char* f : {"seed_expert_mlp", "seed_expert_mlp_backward"}) {
+    LoadResult r = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + f + ".dgir");
+    if (!r.ok()) throw std::runtime_error(r.error);
+    cases.push_back({f, std::move(r.graph)});
+  }
+  for (OpCase& c : all_op_cases()) cases.push_back({"op_" + c.name, std::move(c.graph)});
+  return cases;
+}
+
+class StaticChecks : public ::testing::TestWithParam<StaticCase> {};
+
+TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
+  std::string tool = cuobjdump_or_fail();
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    CompileRequest req;
+    req.target = arch;
+    req.cache_dir = cache_dir();
+    CompileOutcome o = compile_graph(GetParam().graph, req);
+    ASSERT_TRUE(o.ok()) << o.error;
+    const KernelPlan& plan = o.executable->plan();
+    ASSERT_EQ(o.resources.size(), plan.kernels.size()) << "ptxas report missing or incomplete";
+    for (const KernelLaunch& k : plan.kernels) {
+      const KernelResources* r = nullptr;
+      for (const KernelResources& x : o.resources)
+        if (x.name == k.name) r = &x;
+      ASSERT_NE(r, nullptr) << k.name << " is not in ptxas's report";
+      if (known_scalar_gemm_spill(k, *r)) {
+        std::cerr << "known spill (scalar GEMM): " << arch << " " << k.name << " " << k.summary
+                  << ": " << r->spill_store_bytes << " bytes stored, " << r->spill_load_bytes
+                  << " loaded\n";
+      } else {
+        EXPECT_EQ(r->spill_store_bytes, 0) << k.name << ": " << k.summary;
+        EXPECT_EQ(r->spill_load_bytes, 0) << k.name << ": " << k.summary;
+      }
+      EXPECT_LE(r->shared_bytes, kMaxStaticSharedBytes) << k.name;
+      EXPECT_LE(r->shared_bytes + k.shared_bytes, max_shared_bytes_per_block(arch)) << k.name;
+      EXPECT_GT(r->registers, 0) << k.name;
+    }
+    if (tool.empty()) continue;
+    DiskCacheOptions copts;
+    copts.dir = cache_dir();
+    DiskCache cache(copts);
+    std::optional<std::string> payload = cache.get(o.key);
+    ASSERT_TRUE(payload) << "the compiled binary is not in the cache folder " << cache_dir();
+    std::string cubin, error;
+    std::vector<KernelResources> cached_report;
+    ASSERT_TRUE(unpack_device_payload(*payload, &cubin, &cached_report));
+    EXPECT_EQ(cached_report.size(), o.resources.size());
+    auto sass = testing::sass_by_function(tool, cubin, &error);
+    ASSERT_FALSE(sass.empty()) << error;
+    for (const KernelLaunch& k : plan.kernels) {
+      ASSERT_TRUE(sass.count(k.name)) << k.name << " is not in the SASS listing";
+      if (k.tensor_flops == SymExpr(0)) continue;  // not a bf16 GEMM
+      bool expect_hmma = !bf16_gemm_on_scalar_tile_by_design(GetParam().name);
+      EXPECT_EQ(testing::uses_tensor_cores(sass[k.name]), expect_hmma)
+          << k.name << ": " << k.summary;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, StaticChecks, ::testing::ValuesIn(static_cases()),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+// Compiles a test source (with the device headers) to a cubin with ptxas's report.
+CompiledKernel compile_test_source(const std::string& source, const std::string& arch) {
+  std::vector<CudaHeader> headers;
+  for (const EmbeddedFile& f : device_headers())
+    headers.push_back({std::string(f.name), std::string(f.content)});
+  CompileOptions o;
+  o.arch = arch;
+  o.ptxas_verbose = true;
+  auto r = nvrtc_compile(source, headers, o);
+  if (!r.ok()) throw std::runtime_error(r.message());
+  return r.value();
+}
+
+// The HMMA check passes on the mma.sync kernels and fails on scalar ones, so the catalog check
+// above can fail.
+TEST(SassChecker, SeesTensorCoresInMmaKernelsAndNotInScalarOnes) {
+  std::string tool = cuobjdump_or_fail();
+  ASSERT_FALSE(tool.empty());
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    std::string error;
+    auto mma = testing::sass_by_function(
+        tool, compile_test_source(emu::testing::kTensorCoreKernels, arch).binary, &error);
+    ASSERT_FALSE(mma.empty()) << error;
+    ASSERT_TRUE(mma.count("gemm_nk")) << "the mma test kernel gemm_nk is missing";
+    EXPECT_TRUE(testing::uses_tensor_cores(mma["gemm_nk"]));
+    auto scalar = testing::sass_by_function(
+        tool, compile_test_source(emu::testing::kBasicKernels, arch).binary, &error);
+    ASSERT_FALSE(scalar.empty()) << error;
+    for (const auto& [name, text] : scalar) EXPECT_FALSE(testing::uses_tensor_cores(text)) << name;
+  }
+}
+
+TEST(PtxasReport, ParsesEveryKernelOfALog) {
+  CompiledKernel k = compile_test_source(emu::testing::kTensorCoreKernels, "sm_90a");
+  std::vector<KernelResources> r = parse_ptxas_log(k.log);
+  ASSERT_FALSE(r.empty()) << k.log;
+  bool found = false;
+  for (const KernelResources& x : r) {
+    EXPECT_EQ(x.arch, "sm_90a");
+    EXPECT_GT(x.registers, 0) << x.name;
+    if (x.name == "gemm_nk") {
+      found = true;
+      // as[16][40] and ws[16][40] bf16 tiles: 2 * 16 * 40 * 2 bytes of static shared memory.
+      EXPECT_EQ(x.shared_bytes, 2 * 16 * 40 * 2);
+    }
+  }
+  EXPECT_TRUE(found) << k.log;
+  std::vector<KernelResources> back;
+  ASSERT_TRUE(deserialize_resources(serialize_resources(r), &back));
+  ASSERT_EQ(back.size(), r.size());
+  EXPECT_EQ(back[0].registers, r[0].registers);
+  EXPECT_FALSE(deserialize_resources("k sm_90 12 x\n", &back));
+}
+
+TEST(PtxasReport, ReadsSpillsFromTheLog) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k1_big' for 'sm_80'\n"
+      "ptxas info    : Function properties for k1_big\n"
+      "ptxas         .     40 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 8320 bytes smem, 380 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'k2_small' for 'sm_80'\n"
+      "ptxas info    : Function properties for k2_small\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 12 registers, 368 bytes cmem[0]\n";
+  std::vector<KernelResources> r = parse_ptxas_log(log);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "k1_big");
+  EXPECT_EQ(r[0].registers, 255);
+  EXPECT_EQ(r[0].stack_frame_bytes, 40);
+  EXPECT_EQ(r[0].spill_store_bytes, 24);
+  EXPECT_EQ(r[0].spill_load_bytes, 16);
+  EXPECT_EQ(r[0].shared_bytes, 8320);
+  EXPECT_EQ(r[0].barriers, 1);
+  EXPECT_EQ(r[1].name, "k2_small");
+  EXPECT_EQ(r[1].registers, 12);
+  EXPECT_EQ(r[1].shared_bytes, 0);
+  EXPECT_EQ(r[1].spill_store_bytes, 0);
+}
+
+TEST(CompileCache, DevicePayloadRoundTripsAndRejectsOthers) {
+  std::vector<KernelResources> report = {{"k0_linear", "sm_80", 64, 1, 0, 0, 0, 8320, 380}};
+  std::string elf =
+      "\x7f"
+      "ELF";
+  elf += '\0';
+  elf += "binary";
+  std::string payload = pack_device_payload(elf, report);
+  std::string binary;
+  std::vector<KernelResources> back;
+  ASSERT_TRUE(unpack_device_payload(payload, &binary, &back));
+  EXPECT_EQ(binary, elf);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].name, "k0_linear");
+  EXPECT_EQ(back[0].shared_bytes, 8320);
+  EXPECT_FALSE(
+      unpack_device_payload("\x7f"
+                            "ELF plain cubin",
+                            &binary, &back));
+  EXPECT_FALSE(unpack_device_payload("dyngen-device-payload-v1 999\nshort", &binary, &back));
+  EXPECT_FALSE(unpack_device_payload("dyngen-device-payload-v1 x\n", &binary, &back));
+}
+
+TEST(CompileCache, OptionsEnterTheKey) {
+  CompileOptions a, b;
+  a.arch = b.arch = "sm_90a";
+  b.ptxas_verbose = true;
+  EXPECT_NE(compile_cache_key("x", {}, a), compile_cache_key("x", {}, b));
+  b.ptxas_verbose = false;
+  b.line_info = true;
+  EXPECT_NE(compile_cache_key("x", {}, a), compile_cache_key("x", {}, b));
+}
+
+}  // namespace
+}  // namespace dg
