@@ -137,8 +137,13 @@ std::string tile_load(const std::string& dst, const std::string& src, const std:
 // as PyTorch does (f32 GEMMs stay fp32 on CUDA cores: no TF32). Operands are read through
 // strides, so x . W^T, transposed operands and views need no copies; a fused cast converts in the
 // loads. Tiles are predicated on M, N and K, which may all be symbolic; K = 0 gives zeros (+ bias).
-// Batch dims run over blockIdx.z, looped past its 65,535 limit (Note [Grid limits]). This is the correct-everywhere path for what the tensor-core
-// kernel cannot take.
+// Batch dims run over blockIdx.z, looped past its limit (Note [Grid limits]). This is the
+// correct-everywhere path for what the tensor-core kernel cannot take.
+//
+// Note [Grid limits]
+// M (the token count) is unbounded, so GEMM tiles of M go on gridDim.x (2^31 - 1 blocks); N is a
+// weight dim, on gridDim.y (65,535 tiles); batches beyond gridDim.z's 65,535 are looped over
+// inside the kernel.
 void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
   const std::string acc = compute_ctype(spec.acc_dtype);
   const size_t nb = spec.b.size();
