@@ -143,7 +143,9 @@ TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
     if (e.path().extension() == ".dgir") stages.push_back(e.path().filename().string());
   std::sort(stages.begin(), stages.end());
   EXPECT_EQ(stages, (std::vector<std::string>{"0_input.dgir", "1_cse.dgir", "2_fold_casts.dgir",
-                                              "3_dce.dgir"}));
+                                              "3_dce.dgir", "4_fuse_lora_linear.dgir",
+                                              "5_fuse_gate_up.dgir", "6_fuse_operand_views.dgir",
+                                              "7_fuse_pointwise.dgir"}));
   // A disabled pass is skipped, and says so by its absence.
   r = run_cli("compile " + fixture() + " --arch sm_80 --disable-pass cse --emit " +
               (dir / "nocse").string() + " --cache-dir " + (dir / "cache").string());
