@@ -64,7 +64,12 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
            if k not in ("PYTHONPATH", "DYNGEN_LIB", "DYNGEN_CLI", "DYNGEN_EXECUTOR", "VIRTUAL_ENV")}
     cmake_args = []
     if shutil.which("ccache"):
+        # The objects scripts/setup.sh's build left in ccache: same flags, same generator, paths
+        # relative to the checkout (Note [Install test without downloading torch]).
         cmake_args += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
+        env.setdefault("CCACHE_BASEDIR", str(REPO))
+        env.setdefault("CCACHE_NOHASHDIR", "1")
+        env["CMAKE_GENERATOR"] = "Unix Makefiles"
     env["SKBUILD_CMAKE_ARGS"] = ";".join(cmake_args)
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
     run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
