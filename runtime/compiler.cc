@@ -152,7 +152,8 @@ int nvrtc_numeric_version() {
     size_t dash = s.find('-'), dot = s.find('.');
     if (dash == std::string::npos || dot == std::string::npos) return 0;
     try {
-      return std::stoi(s.substr(dash + 1, dot - dash - 1)) * 1000 + std::stoi(s.substr(dot + 1)) * 10;
+      return std::stoi(s.substr(dash + 1, dot - dash - 1)) * 1000 +
+             std::stoi(s.substr(dot + 1)) * 10;
     } catch (const std::exception&) {
       return 0;
     }
@@ -232,11 +233,12 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
 
   bool host = target->name == "host";
   std::string arch = host ? "host" : binary_arch(target.value());
-  std::string compiler_id = host ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
+  std::string compiler_id =
+      host ? host_compiler_identity() : "nvrtc " + nvrtc_version() + " -lineinfo";
   std::string source_sha = sha256_hex(plan.source);
-  std::string key = sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" +
-                               arch + "\n" + compiler_id + "\n" + device_headers_digest() +
-                               "\n" + source_sha);
+  std::string key =
+      sha256_hex(std::string("dyngen-kernel-cache-v1\n") + dyngen_version() + "\n" + arch + "\n" +
+                 compiler_id + "\n" + device_headers_digest() + "\n" + source_sha);
 
   DiskCache& cache = cache_for(request.cache_dir);
   CacheCounters before = cache.counters();
@@ -266,8 +268,7 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
         // Line info names the source by its hash in the PTX and cubin (.file), which profilers
         // show and the driver double uses to find the source's host emulation.
         copts.line_info = true;
-        auto compiled =
-            nvrtc_compile(plan.source, headers, copts, "dyngen_" + source_sha + ".cu");
+        auto compiled = nvrtc_compile(plan.source, headers, copts, "dyngen_" + source_sha + ".cu");
         if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
         binary = compiled->binary;
       }
@@ -275,7 +276,8 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     }
     if (!target->runnable) break;
     int code = 0;
-    auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary, target->device, &code);
+    auto loaded =
+        host ? load_host_module(*binary) : load_cuda_module(*binary, target->device, &code);
     if (loaded.ok()) {
       module = std::move(loaded).value();
       break;
