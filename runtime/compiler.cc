@@ -158,7 +158,8 @@ int nvrtc_numeric_version() {
     size_t dash = s.find('-'), dot = s.find('.');
     if (dash == std::string::npos || dot == std::string::npos) return 0;
     try {
-      return std::stoi(s.substr(dash + 1, dot - dash - 1)) * 1000 + std::stoi(s.substr(dot + 1)) * 10;
+      return std::stoi(s.substr(dash + 1, dot - dash - 1)) * 1000 +
+             std::stoi(s.substr(dot + 1)) * 10;
     } catch (const std::exception&) {
       return 0;
     }
@@ -324,7 +325,8 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     }
     if (!target->runnable) break;
     int code = 0;
-    auto loaded = host ? load_host_module(*binary) : load_cuda_module(*binary, target->device, &code);
+    auto loaded =
+        host ? load_host_module(*binary) : load_cuda_module(*binary, target->device, &code);
     if (loaded.ok()) {
       module = std::move(loaded).value();
       break;

@@ -49,8 +49,9 @@ constexpr unsigned kDefaultDynamicSmemLimit = 48 * 1024;
 // Note [Driver symbol names]
 // We look up the names cuda.h maps our calls to: unversioned ones (cuLaunchKernel, not
 // cuLaunchKernel_ptsz), except cuMemcpyHtoDAsync, which cuda.h spells cuMemcpyHtoDAsync_v2 (the
-// unversioned symbol takes a 32-bit device pointer). The caller always passes its stream explicitly, so the per-thread-default
-// variant is not needed; a null stream means the legacy default stream.
+// unversioned symbol takes a 32-bit device pointer). The caller always passes its stream
+// explicitly, so the per-thread-default variant is not needed; a null stream means the legacy
+// default stream.
 template <typename Fn>
 bool bind(void* handle, const char* name, Fn* slot, std::string* missing) {
   *slot = reinterpret_cast<Fn>(dlsym(handle, name));
@@ -165,8 +166,8 @@ std::string CudaDriver::error_text(std::string_view what, cu::Result r) const {
       name == nullptr) {
     name = "";
   }
-  return std::string(what) + " failed: CUDA error " + std::to_string(r) + " " + name + " (" +
-         text + ")";
+  return std::string(what) + " failed: CUDA error " + std::to_string(r) + " " + name + " (" + text +
+         ")";
 }
 
 Result<int> CudaDriver::compute_capability(int device) const {
@@ -200,8 +201,8 @@ Result<DeviceLimits> CudaDriver::limits(int device) const {
   cu::Result r = api_.cuDeviceGet(&dev, device);
   DeviceLimits l;
   int v = 0;
-  if (r == cu::kSuccess && (r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxThreadsPerBlock, dev)) ==
-                               cu::kSuccess)
+  if (r == cu::kSuccess &&
+      (r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxThreadsPerBlock, dev)) == cu::kSuccess)
     l.max_threads_per_block = v;
   for (int d = 0; d < 3 && r == cu::kSuccess; ++d)
     if ((r = api_.cuDeviceGetAttribute(&v, cu::kAttrMaxGridDimX + d, dev)) == cu::kSuccess)
@@ -282,7 +283,8 @@ bool arch_runs_on(const std::string& arch, int device_cc) {
   }
   int number = 0;
   size_t i = 0;
-  for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i) number = number * 10 + (rest[i] - '0');
+  for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i)
+    number = number * 10 + (rest[i] - '0');
   if (i == 0 || number < 10) return false;
   std::string_view suffix = rest.substr(i);
   if (suffix == "a") return device_cc == number;
@@ -350,16 +352,16 @@ Result<CudaModule> CudaModule::load(std::string_view image, int device, const Cu
     std::string info_log(8192, '\0'), error_log(8192, '\0');
     int options[] = {cu::kJitInfoLogBuffer, cu::kJitInfoLogBufferSize, cu::kJitErrorLogBuffer,
                      cu::kJitErrorLogBufferSize};
-    void* values[] = {info_log.data(), reinterpret_cast<void*>(info_log.size()),
-                      error_log.data(), reinterpret_cast<void*>(error_log.size())};
+    void* values[] = {info_log.data(), reinterpret_cast<void*>(info_log.size()), error_log.data(),
+                      reinterpret_cast<void*>(error_log.size())};
     CudaModule m;
     m.driver_ = &driver;
     m.context_ = ctx.value();
     cu::Result r = driver.api().cuModuleLoadDataEx(&m.module_, data, 4, options, values);
     info_log.resize(info_log.find('\0') == std::string::npos ? info_log.size()
-                                                               : info_log.find('\0'));
+                                                             : info_log.find('\0'));
     error_log.resize(error_log.find('\0') == std::string::npos ? error_log.size()
-                                                                 : error_log.find('\0'));
+                                                               : error_log.find('\0'));
     if (r != cu::kSuccess) {
       m.module_ = nullptr;
       if (code) *code = r;

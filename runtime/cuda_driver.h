@@ -37,8 +37,8 @@ constexpr Result kErrorUnsupportedPtxVersion = 222;
 constexpr Result kErrorNotFound = 500;
 constexpr Result kErrorIllegalAddress = 700;
 constexpr Result kErrorLaunchFailed = 719;
-constexpr int kAttrMaxThreadsPerBlock = 1;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-constexpr int kAttrMaxGridDimX = 5;         // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X (Y, Z follow)
+constexpr int kAttrMaxThreadsPerBlock = 1;       // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+constexpr int kAttrMaxGridDimX = 5;              // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X (Y, Z follow)
 constexpr int kAttrMaxSharedPerBlockOptin = 97;  // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kJitInfoLogBuffer = 3;             // CU_JIT_INFO_LOG_BUFFER
 constexpr int kJitInfoLogBufferSize = 4;         // CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES
@@ -72,7 +72,7 @@ struct DriverApi {
   Result (*cuGetErrorName)(Result error, const char** text) = nullptr;
   Result (*cuStreamSynchronize)(Stream stream) = nullptr;
   Result (*cuMemcpyHtoDAsync_v2)(DevicePtr dst, const void* src, size_t bytes,
-                              Stream stream) = nullptr;  // cuda.h's name for cuMemcpyHtoDAsync
+                                 Stream stream) = nullptr;  // cuda.h's name for cuMemcpyHtoDAsync
 };
 
 }  // namespace cu

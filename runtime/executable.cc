@@ -110,7 +110,8 @@ Status Executable::check_devices(const dg_tensor* inputs, int num_inputs, const 
         continue;
       }
       return Status::error(what + " is in host memory but this executable runs on the GPU (" +
-                           target_ + "); only rank-0 host tensors (scalars) may come from the host");
+                           target_ +
+                           "); only rank-0 host tensors (scalars) may come from the host");
     }
     if (t.device_index < 0) return Status::error(what + " has a negative device index");
     if (batch->device < 0) batch->device = t.device_index;
@@ -235,8 +236,8 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
   batch->pointers.resize(total_ptrs);
   batch->args.resize(total_args);
   // Note [Host scalars]: where each scalar's value goes in the workspace.
-  size_t scalars_at = (kernel_workspace_bytes(*batch) + kScalarAlign - 1) / kScalarAlign *
-                      kScalarAlign;
+  size_t scalars_at =
+      (kernel_workspace_bytes(*batch) + kScalarAlign - 1) / kScalarAlign * kScalarAlign;
   auto input_pointer = [&](int index) -> void* {
     for (size_t k = 0; k < batch->host_scalars.size(); ++k)
       if (batch->host_scalars[k] == index)

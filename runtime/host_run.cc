@@ -54,7 +54,8 @@ Result<std::vector<HostTensor>> make_random_inputs(const Graph& g,
     std::vector<int64_t> shape;
     for (const SymExpr& d : v.type.shape) {
       auto value = d.evaluate(binding);
-      if (!value) return Status::error("input " + std::to_string(i) + ": no value for dim " + d.to_string());
+      if (!value)
+        return Status::error("input " + std::to_string(i) + ": no value for dim " + d.to_string());
       shape.push_back(*value);
     }
     if (dtype_is_float(v.type.dtype)) {
@@ -121,8 +122,8 @@ Result<std::vector<OutputCheck>> check_against_reference(const Graph& g, const E
   for (size_t j = 0; j < expected.outputs.size(); ++j) {
     const HostTensor& e = expected.outputs[j];
     Tolerance tol = default_tolerance(e.dtype);
-    CompareResult c = compare(actual.value()[j], e, tol.rtol * tolerance_scale,
-                              tol.atol * tolerance_scale);
+    CompareResult c =
+        compare(actual.value()[j], e, tol.rtol * tolerance_scale, tol.atol * tolerance_scale);
     checks.push_back({"output " + std::to_string(j) + " " + e.to_string(), c.max_abs_err,
                       c.max_rel_err, c.ok, c.message});
   }

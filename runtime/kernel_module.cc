@@ -95,8 +95,7 @@ class GpuModule : public KernelModule {
     for (int d = 0; d < 3; ++d)
       if (grid[d] > limits->max_grid[d])
         return Status::error("grid dim " + std::to_string(d) + " = " + std::to_string(grid[d]) +
-                             " is above the device's limit " +
-                             std::to_string(limits->max_grid[d]));
+                             " is above the device's limit " + std::to_string(limits->max_grid[d]));
     if (block[0] * block[1] * block[2] > limits->max_threads_per_block)
       return Status::error("block of " + std::to_string(block[0] * block[1] * block[2]) +
                            " threads is above the device's limit");
@@ -119,7 +118,8 @@ class GpuModule : public KernelModule {
     ScopedContext scope(driver, loaded->module.context());
     cu::Result r = driver.api().cuStreamSynchronize(static_cast<cu::Stream>(stream));
     if (r != cu::kSuccess)
-      return Status::error(driver.error_text("DYNGEN_SYNC: cuStreamSynchronize after the launch", r));
+      return Status::error(
+          driver.error_text("DYNGEN_SYNC: cuStreamSynchronize after the launch", r));
     return {};
   }
 
@@ -130,8 +130,8 @@ class GpuModule : public KernelModule {
     if (!ctx.ok()) return ctx.status();
     ScopedContext scope(driver, ctx.value());
     if (!scope.status().ok()) return scope.status();
-    cu::Result r = driver.api().cuMemcpyHtoDAsync_v2(reinterpret_cast<cu::DevicePtr>(dst), src, bytes,
-                                                  static_cast<cu::Stream>(stream));
+    cu::Result r = driver.api().cuMemcpyHtoDAsync_v2(reinterpret_cast<cu::DevicePtr>(dst), src,
+                                                     bytes, static_cast<cu::Stream>(stream));
     if (r != cu::kSuccess) return Status::error(driver.error_text("cuMemcpyHtoDAsync", r));
     return {};
   }

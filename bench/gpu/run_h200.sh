@@ -14,8 +14,10 @@
 # --no-deps: everything else they need is already on the machine (check_wheels.py checks that).
 #
 # libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0):
-#     run(command="bash bench/gpu/run_h200.sh", carry=["bench/gpu/wheels", "build/libdyngen.so"],
-#         timeout_s=540)
+#     run(command="bash bench/gpu/run_h200.sh", carry=["bench/gpu/wheels", "build/libdyngen.so",
+#         "build/tests/gpu/gpu_tests"], timeout_s=540)
+# build/tests/gpu/gpu_tests is `ctest -L gpu` as one binary (gtest linked in): every codegen
+# catalog case and the seed's forward and backward through CudaModule, run first.
 # The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package; its
 # wheel is among the carried ones (fetch_wheels.sh).
 # Without it the script tries a CMake build there (needs FlatBuffers and range-v3, which the
@@ -158,6 +160,15 @@ else
   echo "step times then say nothing about the generated kernels"
   export DYNGEN_EXECUTOR=reference
   EXECUTOR=reference
+fi
+
+# ---- ctest -L gpu: the codegen catalog and the seed numerics through CudaModule --------------------
+LIMIT_GPU_TESTS="${LIMIT_GPU_TESTS:-120}"
+if [ -x build/tests/gpu/gpu_tests ]; then
+  phase gpu-tests "$LIMIT_GPU_TESTS" build/tests/gpu/gpu_tests \
+    --gtest_output="json:$OUT/gpu_tests.json"
+else
+  echo "=== phase gpu-tests skipped: build/tests/gpu/gpu_tests was not carried"
 fi
 
 # ---- numerics on the GPU ---------------------------------------------------------------------------

@@ -144,8 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop a backend after this many seconds (one number for all, or per "
                         "backend: eager=12,dyngen=30); what it measured so far is kept "
                         "(Note [Backend timeout])")
-    p.add_argument("--dyngen-executor", choices=("auto", "reference", "capi"), default="auto",
-                   help="sets DYNGEN_EXECUTOR (auto: the C library when it loads)")
+    p.add_argument("--dyngen-executor", choices=("auto", "reference", "emulate", "capi"),
+                   default="auto",
+                   help="sets DYNGEN_EXECUTOR (auto: generated kernels on CUDA tensors, the "
+                        "reference executor on CPU ones; emulate: generated kernels under host "
+                        "emulation on CPU)")
     p.add_argument("--no-model-shims", action="store_true",
                    help="build the transformers model unchanged (models.py, Note [PhiMoE rotary "
                         "seq_len]: PhiMoE then fails under ThunderFX)")

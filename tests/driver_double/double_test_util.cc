@@ -69,9 +69,9 @@ std::string launch_calls(const std::string& calls) {
   std::istringstream in(calls);
   std::string line, out;
   while (std::getline(in, line))
-    for (const char* prefix : {"cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel",
-                               "cuMemcpyHtoDAsync", "cuStreamSynchronize", "cuCtxSetCurrent",
-                               "  refused"})
+    for (const char* prefix :
+         {"cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel", "cuMemcpyHtoDAsync",
+          "cuStreamSynchronize", "cuCtxSetCurrent", "  refused"})
       if (line.rfind(prefix, 0) == 0) out += line + "\n";
   return out;
 }

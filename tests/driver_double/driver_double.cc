@@ -10,6 +10,8 @@
 // driver does, and calls `<kernel>__emu` of the loaded host module whose dg_emu_source_sha256 is
 // that sha: the same generated source, compiled for the host. A test compiles the graph for the
 // host first (any process: the .so comes from the disk cache), so that module is loaded.
+#include "tests/driver_double/driver_double.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -23,7 +25,6 @@
 #include <vector>
 
 #include "runtime/emu/dg_emu_abi.h"
-#include "tests/driver_double/driver_double.h"
 #include "tests/driver_double/ptx_entries.h"
 
 namespace {
@@ -34,8 +35,8 @@ using dg::driver_double::PtxImage;
 // CUresult values (cuda.h) the double returns.
 constexpr int kOk = 0, kInvalidValue = 1, kNotInitialized = 3, kNoDevice = 100,
               kInvalidDevice = 101, kInvalidImage = 200, kInvalidContext = 201,
-              kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500,
-              kIllegalAddress = 700, kLaunchFailed = 719;
+              kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500, kIllegalAddress = 700,
+              kLaunchFailed = 719;
 constexpr size_t kMaxParamBytes = 32764;  // Volta and newer, CUDA 12.1+
 
 struct Context {
@@ -132,8 +133,8 @@ int need_context(const char* what, Context** out) {
   if (!state().initialized) return refuse(kNotInitialized, std::string(what) + " before cuInit");
   if (!t_current) return refuse(kInvalidContext, std::string(what) + " with no current context");
   if (t_current->sticky_fault)
-    return refuse(kIllegalAddress, std::string(what) + " after a sticky fault in " +
-                                       ctx_name(t_current));
+    return refuse(kIllegalAddress,
+                  std::string(what) + " after a sticky fault in " + ctx_name(t_current));
   *out = t_current;
   return kOk;
 }
@@ -194,12 +195,25 @@ int cuDeviceGetAttribute(int* value, int attribute, int device) {
   if (!s.initialized) return refuse(kNotInitialized, "cuDeviceGetAttribute before cuInit");
   if (!value || device < 0 || device >= s.devices) return kInvalidDevice;
   switch (attribute) {
-    case 1: *value = 1024; return kOk;                  // MAX_THREADS_PER_BLOCK
-    case 5: *value = 0x7fffffff; return kOk;            // MAX_GRID_DIM_X
-    case 6: case 7: *value = 65535; return kOk;         // MAX_GRID_DIM_Y, _Z
-    case 75: *value = s.cc / 10; return kOk;            // COMPUTE_CAPABILITY_MAJOR
-    case 76: *value = s.cc % 10; return kOk;            // COMPUTE_CAPABILITY_MINOR
-    case 97: *value = s.shared_optin; return kOk;       // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    case 1:
+      *value = 1024;
+      return kOk;  // MAX_THREADS_PER_BLOCK
+    case 5:
+      *value = 0x7fffffff;
+      return kOk;  // MAX_GRID_DIM_X
+    case 6:
+    case 7:
+      *value = 65535;
+      return kOk;  // MAX_GRID_DIM_Y, _Z
+    case 75:
+      *value = s.cc / 10;
+      return kOk;  // COMPUTE_CAPABILITY_MAJOR
+    case 76:
+      *value = s.cc % 10;
+      return kOk;  // COMPUTE_CAPABILITY_MINOR
+    case 97:
+      *value = s.shared_optin;
+      return kOk;  // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
   }
   return refuse(kInvalidValue, "attribute " + std::to_string(attribute) + " is not simulated");
 }
@@ -224,7 +238,8 @@ int cuCtxSetCurrent(void* context) {
   std::lock_guard<std::mutex> lock(state().mu);
   for (auto& c : state().contexts)
     if (c.get() == context || context == nullptr) {
-      if (t_current != context) record("cuCtxSetCurrent " + ctx_name(static_cast<Context*>(context)));
+      if (t_current != context)
+        record("cuCtxSetCurrent " + ctx_name(static_cast<Context*>(context)));
       t_current = static_cast<Context*>(context);
       return kOk;
     }
@@ -240,15 +255,18 @@ int cuModuleLoadDataEx(void** module, const void* image, unsigned num_options, i
   if (int r = need_context("cuModuleLoadDataEx", &ctx)) return r;
   if (!module || !image) return refuse(kInvalidValue, "null module or image");
   const char* bytes = static_cast<const char*>(image);
-  if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0)
+  if (std::memcmp(bytes,
+                  "\x7f"
+                  "ELF",
+                  4) == 0)
     return refuse(kInvalidImage, "the driver double runs PTX only, not cubins");
   auto m = std::make_unique<Module>();
   m->context = ctx;
   std::string error;
   if (!dg::driver_double::parse_ptx(bytes, &m->ptx, &error)) return refuse(kInvalidImage, error);
   if (!ptx_runs_on(m->ptx.target, s.cc))
-    return refuse(kNoBinaryForGpu, "PTX .target " + m->ptx.target + " cannot run on cc " +
-                                       std::to_string(s.cc));
+    return refuse(kNoBinaryForGpu,
+                  "PTX .target " + m->ptx.target + " cannot run on cc " + std::to_string(s.cc));
   for (const std::string& path : m->ptx.files) {  // NVRTC prefixes the working directory
     std::string f = path.substr(path.find_last_of('/') + 1);
     if (f.rfind("dyngen_", 0) == 0 && f.size() > 10) m->source_sha = f.substr(7, f.size() - 10);
@@ -298,8 +316,8 @@ int cuModuleUnload(void* module) {
 int cuFuncSetAttribute(void* function, int attribute, int value) {
   std::lock_guard<std::mutex> lock(state().mu);
   auto* f = static_cast<Function*>(function);
-  record("cuFuncSetAttribute " + std::string(f ? f->entry->name : "(null)") + " attr=" +
-         std::to_string(attribute) + " value=" + std::to_string(value));
+  record("cuFuncSetAttribute " + std::string(f ? f->entry->name : "(null)") +
+         " attr=" + std::to_string(attribute) + " value=" + std::to_string(value));
   if (!f || attribute != 8) return refuse(kInvalidValue, "only MAX_DYNAMIC_SHARED_SIZE_BYTES");
   if (value < 0 || value > state().shared_optin)
     return refuse(kInvalidValue, "dynamic shared memory " + std::to_string(value) +
@@ -308,9 +326,8 @@ int cuFuncSetAttribute(void* function, int attribute, int value) {
   return kOk;
 }
 
-int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned shared, void* stream, void** params,
-                   void** extra) {
+int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
   DgEmuEntryFn emu = nullptr;
   DgEmuLaunch cfg{gx, gy, gz, bx, by, bz, shared};
   std::vector<std::unique_ptr<uint64_t[]>> storage;
@@ -320,11 +337,10 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
     std::lock_guard<std::mutex> lock(s.mu);
     auto* f = static_cast<Function*>(function);
     const PtxEntry* e = f ? f->entry : nullptr;
-    record("cuLaunchKernel " + std::string(e ? e->name : "(null)") + " grid=" +
-           std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) + " block=" +
-           std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
-           " smem=" + std::to_string(shared) + " params=" +
-           std::to_string(e ? e->params.size() : 0) + " " + ctx_name(t_current));
+    record("cuLaunchKernel " + std::string(e ? e->name : "(null)") + " grid=" + std::to_string(gx) +
+           "," + std::to_string(gy) + "," + std::to_string(gz) + " block=" + std::to_string(bx) +
+           "," + std::to_string(by) + "," + std::to_string(bz) + " smem=" + std::to_string(shared) +
+           " params=" + std::to_string(e ? e->params.size() : 0) + " " + ctx_name(t_current));
     (void)stream;
     Context* ctx = nullptr;
     if (int r = need_context("cuLaunchKernel", &ctx)) return r;
@@ -411,16 +427,35 @@ int cuGetErrorString(int error, const char** text) {
 int cuGetErrorName(int error, const char** text) {
   if (!text) return kInvalidValue;
   switch (error) {
-    case kOk: *text = "CUDA_SUCCESS"; break;
-    case kInvalidValue: *text = "CUDA_ERROR_INVALID_VALUE"; break;
-    case kInvalidImage: *text = "CUDA_ERROR_INVALID_IMAGE"; break;
-    case kInvalidContext: *text = "CUDA_ERROR_INVALID_CONTEXT"; break;
-    case kNoBinaryForGpu: *text = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
-    case kInvalidHandle: *text = "CUDA_ERROR_INVALID_HANDLE"; break;
-    case kNotFound: *text = "CUDA_ERROR_NOT_FOUND"; break;
-    case kIllegalAddress: *text = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
-    case kLaunchFailed: *text = "CUDA_ERROR_LAUNCH_FAILED"; break;
-    default: *text = "CUDA_ERROR_UNKNOWN";
+    case kOk:
+      *text = "CUDA_SUCCESS";
+      break;
+    case kInvalidValue:
+      *text = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case kInvalidImage:
+      *text = "CUDA_ERROR_INVALID_IMAGE";
+      break;
+    case kInvalidContext:
+      *text = "CUDA_ERROR_INVALID_CONTEXT";
+      break;
+    case kNoBinaryForGpu:
+      *text = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+      break;
+    case kInvalidHandle:
+      *text = "CUDA_ERROR_INVALID_HANDLE";
+      break;
+    case kNotFound:
+      *text = "CUDA_ERROR_NOT_FOUND";
+      break;
+    case kIllegalAddress:
+      *text = "CUDA_ERROR_ILLEGAL_ADDRESS";
+      break;
+    case kLaunchFailed:
+      *text = "CUDA_ERROR_LAUNCH_FAILED";
+      break;
+    default:
+      *text = "CUDA_ERROR_UNKNOWN";
   }
   return kOk;
 }

@@ -105,10 +105,9 @@ TEST(DriverDouble, TwoDevicesLoadTheModuleIntoEachContext) {
   auto inputs = make_random_inputs(g, {{"s0", 3}}, 2);
   ASSERT_TRUE(inputs.ok());
   std::vector<dg_tensor> in(2), out(1);
-  in[0] = {inputs.value()[0].bytes.data(), {3, 8}, 2, static_cast<int>(DType::kF32),
-           DG_DEVICE_CUDA, 0};
-  in[1] = {inputs.value()[1].bytes.data(), {}, 0, static_cast<int>(DType::kF32),
-           DG_DEVICE_CUDA, 1};
+  in[0] = {inputs.value()[0].bytes.data(), {3, 8},         2,
+           static_cast<int>(DType::kF32),  DG_DEVICE_CUDA, 0};
+  in[1] = {inputs.value()[1].bytes.data(), {}, 0, static_cast<int>(DType::kF32), DG_DEVICE_CUDA, 1};
   size_t ws = 0;
   Status s = o.executable->prepare(in.data(), 2, out.data(), 1, &ws);
   ASSERT_FALSE(s.ok());

@@ -18,7 +18,7 @@ struct PtxEntry {
 };
 
 struct PtxImage {
-  std::string target;             // ".target sm_90a" -> "sm_90a"
+  std::string target;  // ".target sm_90a" -> "sm_90a"
   std::vector<PtxEntry> entries;
   std::vector<std::string> files;  // the .file names (with -lineinfo: the program name)
 };

@@ -128,14 +128,14 @@ def mixer(x, w, b, g):
     return z.relu() + att.amax(-1, keepdim=True) / 4
 
 
-def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
+def test_exported_graphs_fb_equals_text_on_reference_executor(fresh, dump_dir, monkeypatch):
     """The seed (routed LoRA expert, forward and backward), the MoE gather/scatter (forward and
     backward) and a broad op mix: for each exported graph the dumped graph.fb loads in the core
     with the text form's hash, and the core prints it back as the frontend's text. (The graphs
     run on the reference executor here: this is about the format, not about compiling.)"""
     _library()
     monkeypatch.setattr(runtime, "compile_ir",
-                        lambda graph, name="graph", text=None, fb=None:
+                        lambda graph, name="graph", text=None, fb=None, device=None:
                         ReferenceExecutable(text or graph.to_text()))
     torch.manual_seed(0)
     expert = build_expert(64, 32, 4, 8)

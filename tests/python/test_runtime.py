@@ -199,3 +199,19 @@ def test_capi_dry_run_does_everything_but_launch():
     with pytest.raises(dyngen.LaunchError):
         exe.run(ins, dry_run=True)
     assert _capi.get_stats()["launches"] == before
+
+
+def test_executor_follows_the_tensors(opts):
+    """Note [Executor choice]: CUDA tensors get the generated kernels for their GPU; CPU tensors
+    the reference executor unless emulation (or the driver double) is asked for."""
+    opts(executor="", target="", driver_double=False)
+    assert runtime.plan_for(torch.device("cuda", 1)) == ("capi", "cuda:1")
+    assert runtime.plan_for(None) == ("reference", None)
+    assert runtime.plan_for(torch.device("cpu")) == ("reference", None)
+    opts(executor="emulate")
+    assert runtime.plan_for(None) == ("capi", "host")
+    assert runtime.plan_for(torch.device("cuda", 0)) == ("capi", "cuda:0")
+    opts(executor="", driver_double=True)
+    assert runtime.plan_for(None) == ("capi", "cuda:0")
+    opts(executor="reference")
+    assert runtime.plan_for(torch.device("cuda", 0)) == ("reference", None)
