@@ -117,7 +117,7 @@ class ElementBody {
     std::string w_index = node.op == OpKind::kLinear ? "(long long)col * " + k + " + j"
                                                      : "j * " + c_expr(w.shape[1]) + " + col";
     std::string var = "r" + std::to_string(node.output);
-    body_ += "    " + ct + " " + var + " = 0;\n    for (int j = 0; j < " + k + "; ++j) " + var +
+    body_ += "    " + ct + " " + var + " = 0;\n    DG_NO_UNROLL for (int j = 0; j < " + k + "; ++j) " + var +
              " += dg_convert<" + ct + ">(" + pt + "[row * " + k + " + j]) * dg_convert<" + ct +
              ">(" + pw + "[" + w_index + "]);\n";
     if (node.inputs.size() == 3)

@@ -32,10 +32,14 @@
 
 // Full unrolling of a loop with a compile-time trip count (register-resident arrays on a GPU);
 // nothing on the host, where -Wall would warn about an unknown pragma.
+// DG_NO_UNROLL keeps a loop rolled (a rank-r epilogue loop: unrolled, its loads would compete
+// with the accumulators for registers and spill).
 #if defined(DG_ON_GPU)
 #define DG_UNROLL _Pragma("unroll")
+#define DG_NO_UNROLL _Pragma("unroll 1")
 #else
 #define DG_UNROLL
+#define DG_NO_UNROLL
 #endif
 
 typedef unsigned short dg_u16;
