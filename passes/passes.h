@@ -29,5 +29,7 @@ Graph fuse_gate_up(const Graph& g);
 Graph fuse_operand_views(const Graph& g);
 // Elementwise chains into one kernel, and into the prologue / epilogue of GEMM kernels.
 Graph fuse_pointwise(const Graph& g);
+// Producers read only by one GEMM group's epilogue (elementwise work, rank-r GEMMs) move into it.
+Graph fuse_epilogue_producers(const Graph& g);
 
 }  // namespace dg

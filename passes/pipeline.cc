@@ -33,7 +33,9 @@ constexpr PassEntry kPipeline[] = {
     {"fuse_operand_views", fuse_operand_views,
      "after the GEMM groups exist, before fuse_pointwise claims nodes for pointwise kernels"},
     {"fuse_pointwise", fuse_pointwise,
-     "last: elementwise leftovers join the GEMM groups (epilogue / prologue) or form their own"},
+     "elementwise leftovers join the GEMM groups (epilogue / prologue) or form their own"},
+    {"fuse_epilogue_producers", fuse_epilogue_producers,
+     "after fuse_pointwise, once every group and its readers are known"},
 };
 }  // namespace
 

@@ -82,7 +82,8 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
   EXPECT_EQ(ran, (std::vector<std::string>{"input", "cse", "fold_casts", "dce",
                                            "split_weight_grads", "hoist_gemm_scale",
                                            "concat_gemm_k", "fuse_lora_linear", "fuse_gate_up",
-                                           "fuse_operand_views", "fuse_pointwise"}));
+                                           "fuse_operand_views", "fuse_pointwise",
+                                           "fuse_epilogue_producers"}));
   auto count = [](const Graph& g, OpKind op) {
     int n = 0;
     for (const Node& node : g.nodes) n += node.op == op;
