@@ -65,6 +65,7 @@ KernelPlan emit_cuda(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (inlined_constant(g, node)) continue;
+    ctx.set_current_node(static_cast<int>(i));
     try {
       if (int64_t id = fusion_group(node)) {
         const std::vector<int>& members = groups[id];
@@ -99,6 +100,7 @@ KernelPlan emit_cuda(const Graph& g) {
       throw UnsupportedError(e.what());
     }
   }
+  ctx.set_current_node(-1);
   for (size_t j = 0; j < g.outputs.size(); ++j) {
     if (!needs_copy[j]) continue;
     const TensorType& t = g.tensor(g.outputs[j]);

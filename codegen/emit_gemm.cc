@@ -137,6 +137,7 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
   launch.block = {threads, 1, 1};
   launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
   auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
   if (!spec.k_segments.empty()) {
     std::string src =
@@ -197,6 +198,7 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
   launch.grid = {ceildiv(spec.M, SymExpr(64)), ceildiv(spec.N, SymExpr(64)), batch};
   launch.block = {256, 1, 1};
   launch.buffers = spec.params.buffers();
+  launch.nodes = spec.nodes;
 
   std::string bases = "  long long a_base = " + c_expr(spec.a.offset) + ";\n";
   for (size_t j = 0; j < nb; ++j)

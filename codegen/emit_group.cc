@@ -66,6 +66,23 @@ class ElementBody {
   std::string code() const {
     return (needs_index_ ? index_setup_ : std::string()) + body_;
   }
+  // Index variables the broadcast loads use: <var>0, <var>1, ... over the body's shape.
+  void set_index_var(const std::string& var) { index_var_ = var; }
+
+  // The expression for value `v` inside the body (a member's variable, a literal, or a load).
+  std::string value(ValueId v, const std::string& compute_type) {
+    if (auto it = vars_.find(v); it != vars_.end()) return it->second;
+    std::string lit;
+    if (constant_literal(g_, v, compute_type, &lit)) return lit;
+    const TensorType& t = g_.tensor(v);
+    std::string p = params_.add(ctx_.buffer_of(v), t.dtype, false);
+    std::string offset = same_offset_;
+    if (t.shape != shape_) {
+      offset = offset_expr(broadcast_strides(t.shape, shape_), SymExpr(0), index_var_);
+      needs_index_ = true;
+    }
+    return "dg_convert<" + compute_ctype(t.dtype) + ">(" + p + "[" + offset + "])";
+  }
 
  private:
   std::string round_to_storage(ValueId v, const std::string& expr) {
@@ -82,21 +99,6 @@ class ElementBody {
       std::string out = params_.add(ctx_.buffer_of(v), t, true);
       body_ += "    " + out + "[" + same_offset_ + "] = dg_convert<" + ctype(t) + ">(" + var + ");\n";
     }
-  }
-
-  // The expression for value `v` inside the body (a member's variable, a literal, or a load).
-  std::string value(ValueId v, const std::string& compute_type) {
-    if (auto it = vars_.find(v); it != vars_.end()) return it->second;
-    std::string lit;
-    if (constant_literal(g_, v, compute_type, &lit)) return lit;
-    const TensorType& t = g_.tensor(v);
-    std::string p = params_.add(ctx_.buffer_of(v), t.dtype, false);
-    std::string offset = same_offset_;
-    if (t.shape != shape_) {
-      offset = offset_expr(broadcast_strides(t.shape, shape_));
-      needs_index_ = true;
-    }
-    return "dg_convert<" + compute_ctype(t.dtype) + ">(" + p + "[" + offset + "])";
   }
 
   // out[row, col] = sum_j t[row, j] * w[.., ..] over the static K of an epilogue matmul.
@@ -130,7 +132,7 @@ class ElementBody {
   KernelParams& params_;
   const std::set<int>& members_;
   std::vector<SymExpr> shape_;
-  std::string same_offset_, index_setup_;
+  std::string same_offset_, index_setup_, index_var_ = "i";
   std::map<ValueId, std::string> vars_;
   std::string body_;
   bool needs_index_ = false;
@@ -238,6 +240,7 @@ void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
   }
   std::string what = anchors.size() == 2 ? "gemm2" : std::string(op_name(first.op));
   spec.what = members.size() > anchors.size() ? "fused_" + what : what;
+  spec.nodes = order;
   spec.summary = "";
   for (int i : order) spec.summary += (spec.summary.empty() ? "" : " ") +
                                       std::string(op_name(g.nodes[i].op)) + "%" +
@@ -305,12 +308,92 @@ void emit_pointwise_group(LoweringContext& ctx, const std::vector<int>& order,
   launch.block = {256, 1, 1};
   std::string code = body.code();
   launch.buffers = params.buffers();
+  launch.nodes = order;
   std::string src = "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
                     params.declaration() + ctx.symbol_params() + ") {\n" +
                     "  const long long n = " + c_expr(n) + ";\n" +
                     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
                     "       i += (long long)gridDim.x * blockDim.x) {\n" +
                     code + "  }\n}\n";
+  ctx.add_kernel(std::move(launch), src);
+}
+
+// A reduction with its prologue (elementwise members over the reduced input, evaluated per input
+// element inside the reduction loop) and epilogue (elementwise members over its output).
+void emit_reduce_group(LoweringContext& ctx, const std::vector<int>& order,
+                       const std::set<int>& members, int reduce) {
+  const Graph& g = ctx.graph();
+  const Node& node = g.nodes[reduce];
+  const TensorType& in = g.tensor(node.inputs[0]);
+  const TensorType& out = g.tensor(node.output);
+  std::vector<bool> reduced(in.shape.size(), false);
+  const std::vector<int64_t> dims = node.attrs.get_ints("dims").value_or(std::vector<int64_t>{});
+  for (int64_t d : dims) reduced[d < 0 ? d + in.rank() : d] = true;
+  std::vector<SymExpr> in_strides = in.contiguous_strides();
+  std::vector<SymExpr> kept_shape, kept_strides, red_shape, red_strides;
+  std::string q_setup;  // q<d>: the input index of dim d from the kept (i) and reduced (j) indices
+  for (int d = 0; d < in.rank(); ++d) {
+    std::vector<SymExpr>& shape = reduced[d] ? red_shape : kept_shape;
+    q_setup += "      const long long q" + std::to_string(d) + " = " + (reduced[d] ? "j" : "i") +
+               std::to_string(shape.size()) + ";\n";
+    shape.push_back(in.shape[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(in_strides[d]);
+  }
+  SymExpr n_out = TensorType{out.dtype, kept_shape}.numel();
+  SymExpr n_red = TensorType{out.dtype, red_shape}.numel();
+  DType acc_t = out.dtype == DType::kF64 || in.dtype == DType::kF64
+                    ? DType::kF64
+                    : (dtype_is_float(out.dtype) ? DType::kF32 : out.dtype);
+  std::string acc = compute_ctype(acc_t);
+  std::string init = "(" + acc + ")0", step = "a += x;", finish = "a";
+  if (node.op == OpKind::kAmax) {
+    ctx.require_positive(n_red, "amax over an empty dimension (%" + std::to_string(node.output) +
+                                    ") has no identity");
+    init = "dg_lowest<" + acc + ">()";
+    step = "a = dg_maximum(a, x);";
+  } else if (node.op == OpKind::kMean) {
+    finish = "a / (" + acc + ")(" + c_expr(n_red) + ")";
+  }
+  KernelParams params;
+  const std::string in_offset = "base + " + offset_expr(red_strides, SymExpr(0), "j");
+  ElementBody prologue(ctx, params, members, in.shape, in_offset, q_setup);
+  prologue.set_index_var("q");
+  ElementBody epilogue(ctx, params, members, out.shape, "i", unravel(out.shape, "i", "o"));
+  epilogue.set_index_var("o");
+  std::string summary;
+  for (int i : order) {
+    const Node& n = g.nodes[i];
+    summary += (summary.empty() ? "" : " ") + std::string(op_name(n.op)) + "%" +
+               std::to_string(n.output);
+    if (i == reduce) {
+      epilogue.bind(node.output, finish);  // the epilogue code runs after the loop
+      continue;
+    }
+    if (i < reduce && g.tensor(n.output).shape == in.shape) prologue.add_node(n);
+    else if (i > reduce && g.tensor(n.output).shape == out.shape) epilogue.add_node(n);
+    else throw std::logic_error("a reduction group member is over neither shape");
+  }
+  std::string x = prologue.value(node.inputs[0], acc);  // after the members: a variable or a load
+  std::string pro = prologue.code();
+  std::string epi = epilogue.code();
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name("fused_" + std::string(op_name(node.op)));
+  launch.summary = summary + " (" + n_red.to_string() + " elements into " + n_out.to_string() + ")";
+  launch.grid = grid_for(n_out);
+  launch.block = {256, 1, 1};
+  launch.buffers = params.buffers();
+  launch.nodes = order;
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+      params.declaration() + ctx.symbol_params() + ") {\n" +
+      "  const long long n = " + c_expr(n_out) + ", nr = " + c_expr(n_red) + ";\n" +
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      unravel(kept_shape) + "    const long long base = " + offset_expr(kept_strides) + ";\n" +
+      "    " + acc + " a = " + init + ";\n" +
+      "    for (long long r = 0; r < nr; ++r) {\n" + unravel(red_shape, "r", "j") + pro +
+      "      const " + acc + " x = dg_convert<" + acc + ">(" + x + ");\n" +
+      "      " + step + "\n    }\n" + epi + "  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -329,8 +412,13 @@ void emit_group(LoweringContext& ctx, const std::vector<int>& members) {
   std::set<int> set(members.begin(), members.end());
   std::vector<int> anchors = group_anchors(ctx.graph(), members);
   if (anchors.size() > 2) throw std::logic_error("a fusion group with more than two GEMMs");
-  if (anchors.empty()) emit_pointwise_group(ctx, members, set);
-  else emit_gemm_group(ctx, members, set, anchors);
+  if (!anchors.empty()) return emit_gemm_group(ctx, members, set, anchors);
+  std::vector<int> reductions;
+  for (int i : members)
+    if (op_info(ctx.graph().nodes[i].op).category == OpCategory::kReduce) reductions.push_back(i);
+  if (reductions.size() > 1) throw std::logic_error("a fusion group with two reductions");
+  if (reductions.size() == 1) return emit_reduce_group(ctx, members, set, reductions[0]);
+  emit_pointwise_group(ctx, members, set);
 }
 
 }  // namespace dg

@@ -41,6 +41,7 @@ struct GemmKSegment {
 
 struct GemmKernelSpec {
   std::string what, summary;
+  std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
   SymExpr M, N, K;
   std::vector<SymExpr> batch;  // batch dims (scalar path only); blockIdx.z runs over them
   GemmOperandRef a;

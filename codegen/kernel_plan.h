@@ -24,6 +24,13 @@ struct KernelLaunch {
   std::array<SymExpr, 3> grid;     // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
   int shared_bytes = 0;            // dynamic shared memory
+  // The graph nodes (indices into Graph::nodes) this kernel computes, in order; empty for a
+  // plain copy. With `buffers`, this is all the cost model needs (Note [Kernel cost model]).
+  std::vector<int> nodes;
+  // Filled by LoweringContext::add_kernel from nodes and buffers (codegen/kernel_cost.h).
+  SymExpr flops;         // floating-point operations
+  SymExpr tensor_flops;  // the part in bf16/f16 contractions (tensor-core eligible)
+  SymExpr bytes;         // compulsory global-memory traffic, reads plus writes
 };
 
 struct WorkspaceSlot {

@@ -1,6 +1,7 @@
 #include "codegen/lowering.h"
 
 #include "codegen/c_expr.h"
+#include "codegen/kernel_cost.h"
 
 namespace dg {
 
@@ -32,6 +33,27 @@ void LoweringContext::require_positive(const SymExpr& value, const std::string& 
 }
 
 void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source) {
+  if (launch.nodes.empty() && current_node_ >= 0) launch.nodes.push_back(current_node_);
+  auto tensor_bytes = [&](ValueId v) {
+    const TensorType& t = g_.tensor(v);
+    return t.numel() * SymExpr(dtype_size(t.dtype));
+  };
+  compute_kernel_cost(
+      g_,
+      [&](BufferRef b) -> SymExpr {
+        switch (b.kind) {
+          case BufferRef::kInput: return tensor_bytes(g_.inputs.at(b.index));
+          case BufferRef::kOutput: return tensor_bytes(g_.outputs.at(b.index));
+          case BufferRef::kWorkspace: return plan_.workspace.at(b.index).bytes;
+        }
+        return SymExpr(0);
+      },
+      [&](ValueId v) -> std::optional<BufferRef> {
+        auto it = buffer_of_.find(v);
+        if (it == buffer_of_.end()) return std::nullopt;
+        return it->second;
+      },
+      &launch);
   body_ += "// " + launch.summary + "\n" + source + "\nDG_EMU_ENTRY(" + launch.name + ")\n\n";
   plan_.kernels.push_back(std::move(launch));
 }

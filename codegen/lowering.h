@@ -25,7 +25,10 @@ class LoweringContext {
   std::string symbol_params() const;
   // Adds a check made at every call (value >= 1) before anything is launched.
   void require_positive(const SymExpr& value, const std::string& message);
-  // Adds a kernel's source and launch record.
+  // The node being lowered (an index into graph().nodes), or -1 between nodes.
+  void set_current_node(int node) { current_node_ = node; }
+  // Adds a kernel's source and launch record. An empty launch.nodes becomes the current node;
+  // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]).
   void add_kernel(KernelLaunch launch, const std::string& source);
 
   KernelPlan finish(const std::string& prelude);
@@ -36,6 +39,7 @@ class LoweringContext {
   std::map<ValueId, BufferRef> buffer_of_;
   std::string body_;
   int kernel_count_ = 0;
+  int current_node_ = -1;
 };
 
 // Per-category emitters; each lowers one node, writing its result to ctx.buffer_of(node.output).

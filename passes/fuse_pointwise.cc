@@ -5,6 +5,9 @@
 // - otherwise it starts a pointwise group that later consumers over the same shape join;
 // - prologue: a cast whose every reader is a GEMM of one group, reading it as its A operand,
 //   joins that group (the GEMM converts while it loads its tiles).
+// - reductions: a reduction over a pointwise group's shape joins it (the group is evaluated per
+//   element inside the reduction's loop), and elementwise nodes over the reduction's output join
+//   as its epilogue;
 // Operands from outside a group are read with broadcast strides, so broadcasts fuse too; rank-0
 // constants stay literals. A join happens only if the group stays convex.
 #include <optional>
@@ -26,9 +29,18 @@ std::optional<std::vector<SymExpr>> group_shape(const FusionAssignment& fa, int6
     if (a.op == OpKind::kMatmul && g.tensor(a.output).rank() != 2) return std::nullopt;
     return g.tensor(a.output).shape;
   }
+  for (int m : members)  // a reduction group computes over the reduction's output
+    if (op_info(g.nodes[m].op).category == OpCategory::kReduce)
+      return g.tensor(g.nodes[m].output).shape;
   for (int m : members)
     if (is_elementwise(g.nodes[m].op)) return g.tensor(g.nodes[m].output).shape;
   return std::nullopt;
+}
+
+int reduction_of(const FusionAssignment& fa, int64_t id) {
+  for (int m : fa.members(id))
+    if (op_info(fa.graph().nodes[m].op).category == OpCategory::kReduce) return m;
+  return -1;
 }
 
 // A GEMM a kernel can fuse around: linear, or matmul without batch dims.
@@ -59,8 +71,14 @@ bool fuse_epilogue(FusionAssignment& fa, int node) {
     int p = producer_of(g, in);
     if (p < 0) continue;
     std::optional<std::vector<SymExpr>> s;
-    if (fa.group_of(p) != 0) s = group_shape(fa, fa.group_of(p));
-    else if (plain_gemm(fa, p)) s = g.tensor(g.nodes[p].output).shape;
+    bool reduction = op_info(g.nodes[p].op).category == OpCategory::kReduce;
+    if (fa.group_of(p) != 0) {
+      int r = reduction_of(fa, fa.group_of(p));
+      if (r >= 0 && p < r) continue;  // a value of the reduction's prologue
+      s = group_shape(fa, fa.group_of(p));
+    } else if (plain_gemm(fa, p) || reduction) {
+      s = g.tensor(g.nodes[p].output).shape;
+    }
     if (s && *s == shape && try_join(fa, p, node)) return true;
   }
   return false;
@@ -83,6 +101,19 @@ bool fuse_prologue(FusionAssignment& fa, int node) {
   return try_join(fa, users[0], node);
 }
 
+// prologue of a reduction: a reduction over a pointwise group's shape joins that group.
+bool fuse_reduction(FusionAssignment& fa, int node) {
+  const Graph& g = fa.graph();
+  const Node& n = g.nodes[node];
+  if (op_info(n.op).category != OpCategory::kReduce || fa.group_of(node) != 0) return false;
+  int p = producer_of(g, n.inputs[0]);
+  if (p < 0 || fa.group_of(p) == 0 || !is_elementwise(g.nodes[p].op)) return false;
+  int64_t id = fa.group_of(p);
+  if (!anchors_of(g, fa, id).empty() || reduction_of(fa, id) >= 0) return false;
+  auto s = group_shape(fa, id);
+  return s && *s == g.tensor(n.inputs[0]).shape && try_join(fa, p, node);
+}
+
 }  // namespace
 
 Graph fuse_pointwise(const Graph& g) {
@@ -90,7 +121,8 @@ Graph fuse_pointwise(const Graph& g) {
   bool changed = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (fuse_prologue(fa, static_cast<int>(i)) || fuse_epilogue(fa, static_cast<int>(i))) {
+    if (fuse_prologue(fa, static_cast<int>(i)) || fuse_epilogue(fa, static_cast<int>(i)) ||
+        fuse_reduction(fa, static_cast<int>(i))) {
       changed = true;
     } else if (is_elementwise(n.op) && fa.group_of(i) == 0 && !is_scalar_constant(g, n.output)) {
       fa.create({static_cast<int>(i)});  // a pointwise group others may join

@@ -5,9 +5,13 @@
 
 #include "runtime/executable.h"
 #include "runtime/json_escape.h"
+#include "runtime/ptxas_report.h"
 
 namespace dg {
 
-std::string describe_executable_json(const Executable& e, const std::string& key, int cache_hit);
+// With `resources` (a device compile's ptxas report), each kernel also gets a "ptxas" object, or
+// null where the report has no entry for it.
+std::string describe_executable_json(const Executable& e, const std::string& key, int cache_hit,
+                                     const std::vector<KernelResources>* resources = nullptr);
 
 }  // namespace dg

@@ -43,14 +43,16 @@ inline void mma_m16n8k16_bf16_op(LaneSlot* lanes, uint32_t) {
       c[g + 8 * half][2 * t + 1] = dg_bits_as_float(static_cast<dg_u32>(in[7 + 2 * half]));
     }
   }
+  // Each d[row][col] is c + a[row][0] b[0][col] + a[row][1] b[1][col] + ... in k order (products
+  // are exact in f32); k outermost lets the compiler vectorize over the independent outputs
+  // without changing any element's order of additions.
+  for (int k = 0; k < 16; ++k)
+    for (int row = 0; row < 16; ++row)
+      for (int col = 0; col < 8; ++col) c[row][col] += a[row][k] * b[k][col];
   for (int lane = 0; lane < 32; ++lane) {
     const int g = lane >> 2, t = lane & 3;
-    for (int i = 0; i < 4; ++i) {
-      const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
-      float acc = c[row][col];
-      for (int k = 0; k < 16; ++k) acc += a[row][k] * b[k][col];  // products are exact in f32
-      lanes[lane].out[i] = dg_float_as_bits(acc);
-    }
+    for (int i = 0; i < 4; ++i)
+      lanes[lane].out[i] = dg_float_as_bits(c[g + 8 * (i >> 1)][2 * t + (i & 1)]);
   }
 }
 

@@ -28,6 +28,7 @@ int run_inspect_command(const std::vector<std::string>& args, std::ostream& out,
 int run_convert_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_hash_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Shared by the commands.

@@ -34,6 +34,8 @@ constexpr Command kCommands[] = {
     {"hash", "FILE", "print the canonical graph hash", run_hash_command},
     {"compile", "FILE [--arch A] [--json] ...", "compile (or find in the cache); print the kernels",
      run_compile_command},
+    {"plan", "FILE --bind SYM=N [--gpu G] ...",
+     "launches, FLOPs, bytes and a roofline estimate per kernel", run_plan_command},
     {"run", "FILE --bind SYM=N ...", "run under host emulation and check against the reference",
      run_run_command},
 #ifdef DG_HAVE_CLI_CACHE

@@ -94,6 +94,8 @@ struct ShapeCase {
   int64_t tokens;
 };
 
+void PrintTo(const ShapeCase& c, std::ostream* os) { *os << c.name; }
+
 Graph olmoe() { return lora_mlp(2048, 1024, 16); }
 Graph ragged() { return lora_mlp(320, 200, 64); }
 Graph phimoe() { return lora_mlp(4096, 6400, 16); }
@@ -150,6 +152,72 @@ TEST_P(FusedForward, MatchesTheReferenceOnTheUnfusedGraph) {
   ASSERT_TRUE(checks.ok()) << checks.message();
   for (const OutputCheck& check : checks.value())
     EXPECT_TRUE(check.ok) << c.name << " " << check.what << ": " << check.message;
+}
+
+// Static facts decide the GEMM path: rows of 36 bf16 (72 bytes) cannot feed 16-byte cp.async
+// copies, so that linear takes the scalar tile; rows of 40 take tensor cores. Both are correct.
+TEST(FusedForwardPlan, UnalignedRowsTakeTheScalarTile) {
+  Graph g = parse(R"(graph @two_linears
+sym n in [0, inf] div 1
+input %x: bf16[n, 36]
+input %w: bf16[24, 36]
+input %y: bf16[n, 40]
+input %v: bf16[24, 40]
+%a: bf16[n, 24] = linear(%x, %w)
+%b: bf16[n, 24] = linear(%y, %v)
+output %a, %b
+)");
+  KernelPlan plan = emit_cuda(run_pipeline(g));
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_NE(plan.kernels[0].summary.find("[scalar tile"), std::string::npos) << plan.kernels[0].summary;
+  EXPECT_NE(plan.kernels[1].summary.find("[tensor cores"), std::string::npos) << plan.kernels[1].summary;
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = cache_dir();
+  CompileOutcome o = compile_graph(g, req);
+  ASSERT_TRUE(o.ok()) << o.error;
+  for (int64_t n : {0, 3, 70}) {
+    auto inputs = make_random_inputs(g, {{"n", n}}, 5 + n);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(g, *o.executable, inputs.value());
+    ASSERT_TRUE(checks.ok()) << checks.message();
+    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+  }
+}
+
+// Pointwise chains fold into a reduction: the prologue (exp, mul with a broadcast operand, and a
+// value that is also an output) runs inside the reduction's loop, the epilogue over its result.
+TEST(FusedForwardPlan, ReductionPrologueAndEpilogue) {
+  Graph g = parse(R"(graph @softmax_like
+sym n in [0, inf] div 1
+input %x: f32[n, 5, 7]
+input %w: bf16[7]
+%e: f32[n, 5, 7] = exp(%x)
+%m: f32[n, 5, 7] = mul(%e, %w)
+%s: f32[n, 7] = sum(%m) {dims = [1], keepdim = 0}
+%one: f32[] = constant() {dtype = f32, value = 1.0}
+%t: f32[n, 7] = add(%s, %one)
+%r: bf16[n, 7] = cast(%t) {dtype = bf16}
+%a: f32[n, 1, 7] = amax(%x) {dims = [1], keepdim = 1}
+%b: f32[n, 1, 7] = neg(%a)
+output %r, %m, %b
+)");
+  KernelPlan plan = emit_cuda(run_pipeline(g));
+  std::string listing;
+  for (const KernelLaunch& k : plan.kernels) listing += k.name + ": " + k.summary + "\n";
+  EXPECT_EQ(plan.kernels.size(), 2u) << listing;
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = cache_dir();
+  CompileOutcome o = compile_graph(g, req);
+  ASSERT_TRUE(o.ok()) << o.error;
+  for (int64_t n : {1, 4, 300}) {
+    auto inputs = make_random_inputs(g, {{"n", n}}, 9 + n);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(g, *o.executable, inputs.value());
+    ASSERT_TRUE(checks.ok()) << checks.message();
+    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+  }
 }
 
 // Every kernel of the fused graphs compiles for sm_80 and sm_90a without spilling and within the

@@ -1,0 +1,102 @@
+#include "codegen/kernel_cost.h"
+
+#include <algorithm>
+
+namespace dg {
+
+namespace {
+
+bool low_precision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+}  // namespace
+
+NodeFlops node_flops(const Graph& g, const Node& node) {
+  const TensorType& out = g.tensor(node.output);
+  NodeFlops f{SymExpr(0), SymExpr(0)};
+  switch (op_info(node.op).category) {
+    case OpCategory::kMatmul: {
+      // linear: [M, K] x [N, K]^T; matmul: [..., M, K] x [..., K, N]. Either way each output
+      // element is a K-long dot product of the first operand's last dim.
+      const TensorType& a = g.tensor(node.inputs[0]);
+      const TensorType& b = g.tensor(node.inputs[1]);
+      SymExpr k = a.shape.empty() ? SymExpr(1) : a.shape.back();
+      SymExpr contraction = SymExpr(2) * out.numel() * k;
+      f.flops = contraction;
+      if (low_precision(a.dtype) && low_precision(b.dtype)) f.tensor_flops = contraction;
+      if (node.inputs.size() == 3) f.flops = f.flops + out.numel();  // bias
+      return f;
+    }
+    case OpCategory::kUnary:
+    case OpCategory::kBinary:
+    case OpCategory::kCompare:
+    case OpCategory::kWhere: f.flops = out.numel(); return f;
+    case OpCategory::kReduce: f.flops = g.tensor(node.inputs[0]).numel(); return f;
+    case OpCategory::kIndex:
+      if (node.op == OpKind::kIndexAdd) f.flops = g.tensor(node.inputs[2]).numel();
+      return f;
+    case OpCategory::kCreate:
+    case OpCategory::kCast:
+    case OpCategory::kLayout: return f;
+  }
+  return f;
+}
+
+void compute_kernel_cost(const Graph& g, const BufferBytesFn& buffer_bytes,
+                         const BufferOfFn& buffer_of, KernelLaunch* launch) {
+  launch->flops = SymExpr(0);
+  launch->tensor_flops = SymExpr(0);
+  for (int n : launch->nodes) {
+    NodeFlops f = node_flops(g, g.nodes.at(n));
+    launch->flops = launch->flops + f.flops;
+    launch->tensor_flops = launch->tensor_flops + f.tensor_flops;
+  }
+
+  auto in_kernel = [&](ValueId v) {
+    std::optional<BufferRef> b = buffer_of(v);
+    return b && std::find(launch->buffers.begin(), launch->buffers.end(), *b) !=
+                    launch->buffers.end();
+  };
+  std::vector<BufferRef> seen;
+  launch->bytes = SymExpr(0);
+  for (const BufferRef& b : launch->buffers) {
+    if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+    seen.push_back(b);
+    // Partial accesses of this buffer by the kernel's nodes; any full access wins.
+    SymExpr partial(0);
+    bool any_partial = false, any_full = false;
+    for (int n : launch->nodes) {
+      const Node& node = g.nodes.at(n);
+      const TensorType& out = g.tensor(node.output);
+      std::optional<BufferRef> ob = buffer_of(node.output);
+      if (ob && *ob == b) {
+        if (node.op == OpKind::kCat) {
+          // Each distinct operand this kernel reads is one region it writes.
+          any_partial = true;
+          std::vector<ValueId> parts;
+          for (ValueId part : node.inputs) {
+            if (!in_kernel(part) || std::find(parts.begin(), parts.end(), part) != parts.end())
+              continue;
+            parts.push_back(part);
+            partial = partial + g.tensor(part).numel() * SymExpr(dtype_size(out.dtype));
+          }
+        } else {
+          any_full = true;
+        }
+      }
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        std::optional<BufferRef> ib = buffer_of(node.inputs[j]);
+        if (!ib || !(*ib == b)) continue;
+        bool narrowing = j == 0 && (node.op == OpKind::kSlice || node.op == OpKind::kIndexSelect);
+        if (!narrowing) {
+          any_full = true;
+          continue;
+        }
+        any_partial = true;
+        partial = partial + out.numel() * SymExpr(dtype_size(g.tensor(node.inputs[j]).dtype));
+      }
+    }
+    launch->bytes = launch->bytes + (any_partial && !any_full ? partial : buffer_bytes(b));
+  }
+}
+
+}  // namespace dg

@@ -1,0 +1,115 @@
+// `dyngen plan`: exit codes, bad bindings, and the figures of a small graph against values worked
+// out by hand (tests/compile/plan_two_gemms.dgir explains them).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace {
+
+struct CliResult {
+  int exit_code;
+  std::string out;
+};
+
+CliResult run_cli(const std::string& args) {
+  std::string cmd = std::string(DG_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+std::string two_gemms() { return std::string(DG_TESTS_DIR) + "/plan_two_gemms.dgir"; }
+std::string seed() { return std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir"; }
+
+bool has(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+TEST(PlanCli, TwoGemmsOnH200MatchHandCount) {
+  CliResult r = run_cli("plan " + two_gemms() + " --bind s=512 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // k0: 2*512*32*64 FLOPs, 512*128 + 4096 + 512*64 bytes; k1: 2*512*16*32, 512*64 + 1024 + 512*32.
+  EXPECT_TRUE(has(r.out, "\"flops\": 2097152, \"tensor_flops\": 2097152, \"bytes\": 102400")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"flops\": 524288, \"tensor_flops\": 524288, \"bytes\": 50176")) << r.out;
+  // Both memory-bound on H200: (102400 + 50176) B / 4.8 TB/s.
+  EXPECT_TRUE(has(r.out, "\"total\": {\"launches\": 2, \"flops\": 2621440, \"tensor_flops\": "
+                         "2621440, \"bytes\": 152576")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"estimated_seconds\": 3.17867e-08}")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"bound\": \"memory\"")) << r.out;
+  // y: 512 * 32 * 2 bytes of workspace, 64 per token.
+  EXPECT_TRUE(has(r.out, "\"workspace_bytes\": 32768, \"workspace_bytes_per_token\": 64, "
+                         "\"per_token_symbol\": \"s\"")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"name\": \"H200\"")) << r.out;
+  EXPECT_TRUE(has(r.out, "ESTIMATE")) << r.out;
+}
+
+TEST(PlanCli, A100UsesItsOwnPeaks) {
+  CliResult r = run_cli("plan " + two_gemms() + " --bind s=512 --gpu a100 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // (102400 + 50176) B / 2.0 TB/s; compute is well under that at 312 TFLOP/s.
+  EXPECT_TRUE(has(r.out, "\"estimated_seconds\": 7.6288e-08}")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"name\": \"A100\"")) << r.out;
+}
+
+TEST(PlanCli, ZeroTokensLaunchNothing) {
+  CliResult r = run_cli("plan " + two_gemms() + " --bind s=0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "\"total\": {\"launches\": 0, \"flops\": 0")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"launched\": false")) << r.out;
+  EXPECT_FALSE(has(r.out, "\"launched\": true")) << r.out;
+}
+
+TEST(PlanCli, TextReportIsLabelledAsAnEstimate) {
+  CliResult r = run_cli("plan " + two_gemms() + " --bind s=512");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "ESTIMATE (roofline lower bound, not a measurement)")) << r.out;
+  EXPECT_TRUE(has(r.out, "total: 2 launches")) << r.out;
+  EXPECT_TRUE(has(r.out, "workspace: 32768 bytes (64.0 per token of s)")) << r.out;
+}
+
+TEST(PlanCli, SeedGraphPlans) {
+  CliResult r = run_cli("plan " + seed() + " --bind s77=512 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "\"per_token_symbol\": \"s77\"")) << r.out;
+  // The forward's contractions: 3 base GEMMs (2*512*2048*1024 each) and 6 LoRA ones in f32.
+  EXPECT_TRUE(has(r.out, "\"tensor_flops\": 6442450944, ")) << r.out;
+}
+
+TEST(PlanCli, BadUsageExitsTwo) {
+  const std::string g = two_gemms();
+  for (const std::string& args : std::vector<std::string>{
+           "plan " + g,                                   // s unbound
+        "plan " + g + " --bind s=abc",                 // not an integer
+        "plan " + g + " --bind s",                     // no value
+        "plan " + g + " --bind s=512 --bind t=3",      // no such symbol
+        "plan " + g + " --bind s=-1",                  // outside [0, inf]
+        "plan " + g + " --bind s=512 --gpu v100",      // unknown GPU
+        "plan " + g + " --bind s=512 --gpu",           // --gpu without a value
+        "plan " + g + " --bind s=512 --disable-pass no_such_pass",
+        "plan " + g + " --bind s=512 --arch sm_80",    // plan compiles nothing
+        std::string("plan /nonexistent.dgir --bind s=1"),
+        std::string("plan")}) {
+    CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "dyngen: ")) << args << "\n" << r.out;
+  }
+  CliResult seed_range = run_cli("plan " + seed() + " --bind s77=1");  // s77 in [2, inf]
+  EXPECT_EQ(seed_range.exit_code, 2) << seed_range.out;
+  EXPECT_TRUE(has(seed_range.out, "outside the symbol's facts")) << seed_range.out;
+}
+
+TEST(PlanCli, HelpExitsZero) {
+  CliResult r = run_cli("plan --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "usage: dyngen plan")) << r.out;
+}
+
+}  // namespace
