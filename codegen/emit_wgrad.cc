@@ -128,7 +128,7 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
 void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   const Graph& g = ctx.graph();
   std::set<int> set(members.begin(), members.end());
-  int64_t chunk_tokens = g.nodes[members[0]].attrs.get_int("split_tokens").value_or(0);
+  int64_t chunk_tokens = g.nodes[members[0]].attrs.get_int(kSplitTokensAttr).value_or(0);
   if (chunk_tokens <= 0) throw std::logic_error("a weight-gradient group without split_tokens");
   std::vector<Problem> problems;
   SymExpr K;
@@ -175,6 +175,7 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   k1.grid = {SymExpr(tiles), chunks, SymExpr(1)};
   k1.block = {256, 1, 1};
   k1.buffers = params.buffers();
+  k1.nodes = members;  // the cost model counts the products here (Note [Kernel cost model])
   std::string src1 =
       "extern \"C\" __global__ void __launch_bounds__(256) " + k1.name + "(" +
       params.declaration() + ctx.symbol_params() + ") {\n" +
@@ -207,6 +208,11 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   k2.grid = grid_for(SymExpr(total));
   k2.block = {256, 1, 1};
   k2.buffers = rparams.buffers();
+  // For the cost model the reduction is data movement: it is listed with the group's permutes
+  // (0 FLOPs) rather than the current node, a matmul whose FLOPs kernel 1 already counts; its
+  // adds (one per partial) are left out of the FLOP count.
+  for (int m : members)
+    if (g.nodes[m].op == OpKind::kPermute) k2.nodes.push_back(m);
   std::string src2 =
       "extern \"C\" __global__ void __launch_bounds__(256) " + k2.name + "(" +
       rparams.declaration() + ctx.symbol_params() + ") {\n" +

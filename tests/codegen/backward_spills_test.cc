@@ -1,10 +1,12 @@
-// The kernels generated for the backward graphs' weight-gradient groups compile with NVRTC for
-// sm_80 and sm_90a with no register spills, read from ptxas's verbose report; every kernel of the
-// plan compiles.
+// Every kernel generated for the backward graphs compiles with NVRTC for sm_80 and sm_90a, and
+// every tensor-core GEMM, weight-gradient and pointwise kernel has no register spills (read from
+// ptxas's verbose report). The scalar-tile GEMMs (the fp32 rank-r products, Note [Simple GEMM])
+// are not held to it: ptxas spills 4 (sm_90a) to 12 (sm_80) bytes in them.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "codegen/emit_cuda.h"
@@ -27,7 +29,7 @@ Graph load(const std::string& name) {
 
 // ptxas -v prints, per kernel, "Compiling entry function 'NAME'" and then a line with
 // "N bytes spill stores, M bytes spill loads". Returns "kernel: N/M" for every nonzero one.
-std::string spills(const std::string& log, const std::string& name_part, int* kernels) {
+std::string spills(const std::string& log, const std::set<std::string>& exempt, int* kernels) {
   std::string bad, current;
   std::istringstream lines(log);
   std::regex entry(R"(entry function '([^']+)')"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
@@ -35,7 +37,7 @@ std::string spills(const std::string& log, const std::string& name_part, int* ke
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
     if (std::regex_search(line, m, entry)) current = m[1], ++*kernels;
-    if (current.find(name_part) == std::string::npos) continue;
+    if (exempt.count(current)) continue;
     if (std::regex_search(line, m, spill) && (m[1] != "0" || m[2] != "0"))
       bad += current + ": " + m[1].str() + "/" + m[2].str() + " bytes spilled\n";
   }
@@ -48,16 +50,21 @@ TEST_P(BackwardSpills, EveryKernelCompilesWithoutSpills) {
   std::vector<CudaHeader> headers;
   for (const EmbeddedFile& f : device_headers())
     headers.push_back({std::string(f.name), std::string(f.content)});
-  for (const char* fixture : {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir"}) {
+  for (const char* fixture : {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir",
+                              "dbrx_expert_backward.dgir"}) {
     KernelPlan plan = emit_cuda(run_pipeline(load(fixture)));
     CompileOptions opts;
     opts.arch = GetParam();
     opts.extra_options = {"--ptxas-options=-v"};
     auto compiled = nvrtc_compile(plan.source, headers, opts);
     ASSERT_TRUE(compiled.ok()) << fixture << ": " << compiled.message();
+    std::set<std::string> scalar_tiles;
+    for (const KernelLaunch& k : plan.kernels)
+      if (k.summary.find("[scalar tile") != std::string::npos) scalar_tiles.insert(k.name);
     int kernels = 0;
-    EXPECT_EQ(spills(compiled->log, "wgrad", &kernels), "") << fixture;
-    EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
+    EXPECT_EQ(spills(compiled->log, scalar_tiles, &kernels), "") << fixture;
+    if (std::string(fixture).find("seed") == 0)  // the seed's six weight gradients: one group
+      EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
     EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << fixture << "\n" << compiled->log;
   }
 }
