@@ -1,5 +1,7 @@
 // GEMM kernels for fusion groups and plain linear / matmul nodes: the tensor-core template of
 // dg_gemm.cuh where the operands allow it (Note [Tensor-core GEMM]), the scalar tile otherwise.
+#include <stdexcept>
+
 #include "codegen/c_expr.h"
 #include "codegen/gemm.h"
 
@@ -78,6 +80,43 @@ std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc) 
   return s + ") {\n" + spec.epilogue + "  };\n";
 }
 
+// The kernel of a GEMM over K segments: the tensor-core mainloop once per segment into the same
+// accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh).
+std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec,
+                                const std::string& name, const std::string& tile, int threads,
+                                bool at, bool bkn) {
+  const std::string nb = std::to_string(spec.b.size());
+  std::string loops;
+  for (const GemmKSegment& seg : spec.k_segments) {
+    std::string pa = spec.params.add(seg.a.buffer, DType::kBF16, false);
+    std::string bs;
+    for (const GemmOperandRef& b : seg.b)
+      bs += (bs.empty() ? "" : ", ") + spec.params.add(b.buffer, DType::kBF16, false) + " + " +
+            c_expr(b.offset);
+    auto la = tc_layout(seg.a, spec.M, seg.K, false);
+    auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
+    loops += "  {\n    const dg_bf16* const b[" + nb + "] = {" + bs + "};\n" +
+             "    dg_gemm_mainloop<Tile, " + (at ? "true" : "false") + ", " +
+             (bkn ? "true" : "false") + ", " + nb + ">(acc, " + pa + " + " + c_expr(seg.a.offset) +
+             ", " + c_expr(la->ld) + ", b, " + c_expr(lb->ld) + ", m0, M, n0, N, 0, " +
+             c_expr(seg.K) + ");\n  }\n";
+  }
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
+         name + "(" + spec.params.declaration() + ctx.symbol_params() + ") {\n" +
+         "  typedef " + tile + " Tile;\n"
+         "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ";\n" +
+         "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") +
+         "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
+         "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n"
+         "  if (m0 >= M || n0 >= N) return;\n"
+         "  float acc[" + nb + "][Tile::MT][Tile::NT][4];\n"
+         "  DG_UNROLL\n  for (int j = 0; j < " + nb + "; ++j)\n"
+         "    DG_UNROLL\n    for (int mt = 0; mt < Tile::MT; ++mt)\n"
+         "      DG_UNROLL\n      for (int nt = 0; nt < Tile::NT; ++nt)\n"
+         "        DG_UNROLL\n        for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;\n" +
+         loops + "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, epi);\n}\n";
+}
+
 void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout& la,
                       const TcLayout& lb) {
   const int64_t N = *spec.N.as_const(), K = *spec.K.as_const();
@@ -100,6 +139,13 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   launch.buffers = spec.params.buffers();
   launch.nodes = spec.nodes;
   auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
+  if (!spec.k_segments.empty()) {
+    std::string src =
+        segmented_tc_source(ctx, spec, launch.name, tile, threads, la.transposed, lb.transposed);
+    launch.buffers = spec.params.buffers();
+    ctx.add_kernel(std::move(launch), src);
+    return;
+  }
   std::string src =
       "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
       launch.name + "(" + spec.params.declaration() + ctx.symbol_params() + ") {\n" +
@@ -176,6 +222,33 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
            "        for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
     call_args += ", c" + J + "[i][j]";
   }
+  const std::string k_body =
+      "    __syncthreads();\n"
+      "    for (int kk = 0; kk < 16; ++kk) {\n"
+      "      " + acc + " av[4];\n"
+      "      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
+      "    }\n"
+      "    __syncthreads();\n";
+  std::string k_loops = "  for (long long k0 = 0; k0 < K; k0 += 16) {\n" + loads + k_body + "  }\n";
+  if (!spec.k_segments.empty()) {  // one K loop per segment, into the same accumulators
+    if (!spec.batch.empty()) throw std::logic_error("a batched GEMM over K segments");
+    k_loops.clear();
+    for (const GemmKSegment& seg : spec.k_segments) {
+      std::string seg_loads = tile_load("As", spec.params.add(seg.a.buffer, seg.a.load_dtype, false),
+                                        "a_base", acc, seg.a, true);
+      std::string seg_bases = "    const long long a_base = " + c_expr(seg.a.offset) + ";\n";
+      for (size_t j = 0; j < nb; ++j) {
+        std::string J = std::to_string(j);
+        seg_loads += tile_load("Bs" + J, spec.params.add(seg.b[j].buffer, seg.b[j].load_dtype, false),
+                               "b_base" + J, acc, seg.b[j], false);
+        seg_bases += "    const long long b_base" + J + " = " + c_expr(seg.b[j].offset) + ";\n";
+      }
+      k_loops += "  {\n    const long long K = " + c_expr(seg.K) + ";\n" + seg_bases +
+                 "    for (long long k0 = 0; k0 < K; k0 += 16) {\n" + seg_loads + k_body +
+                 "    }\n  }\n";
+    }
+    launch.buffers = spec.params.buffers();
+  }
   std::string smem = "  __shared__ " + acc + " As[16][64 + 1];\n";
   for (size_t j = 0; j < nb; ++j)
     smem += "  __shared__ " + acc + " Bs" + std::to_string(j) + "[16][64 + 1];\n";
@@ -186,15 +259,8 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
       c_expr(spec.K) + ";\n" + smem + bases +
       "  const long long c_base = (long long)blockIdx.z * M * N;\n"
       "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
-      "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl +
-      "  for (long long k0 = 0; k0 < K; k0 += 16) {\n" + loads +
-      "    __syncthreads();\n"
-      "    for (int kk = 0; kk < 16; ++kk) {\n"
-      "      " + acc + " av[4];\n"
-      "      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
-      "    }\n"
-      "    __syncthreads();\n"
-      "  }\n" + epilogue_lambda(spec, acc) +
+      "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops +
+      epilogue_lambda(spec, acc) +
       "  for (int i = 0; i < 4; ++i) {\n"
       "    const long long row = m0 + ty + 16 * i;\n"
       "    if (row >= M) continue;\n"
@@ -210,6 +276,24 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
 }  // namespace
 
 bool tensor_core_eligible(const GemmKernelSpec& spec) {
+  if (!spec.k_segments.empty()) {  // every segment on its own, with the first one's layouts
+    auto la = tc_layout(spec.a, spec.M, spec.k_segments[0].K, false);
+    auto lb = tc_layout(spec.b[0], spec.k_segments[0].K, spec.N, true);
+    if (!la || !lb) return false;
+    for (const GemmKSegment& seg : spec.k_segments) {
+      GemmKernelSpec one = spec;
+      one.k_segments.clear();
+      one.a = seg.a;
+      one.b = seg.b;
+      one.K = seg.K;
+      auto a = tc_layout(seg.a, spec.M, seg.K, false);
+      auto b = tc_layout(seg.b[0], seg.K, spec.N, true);
+      if (!tensor_core_eligible(one) || a->transposed != la->transposed ||
+          b->transposed != lb->transposed)
+        return false;
+    }
+    return true;
+  }
   if (!spec.batch.empty() || !spec.N.is_const() || !spec.K.is_const()) return false;
   if (*spec.K.as_const() == 0 || *spec.N.as_const() == 0) return false;
   if (spec.b.empty() || spec.b.size() > 2) return false;
@@ -225,8 +309,9 @@ bool tensor_core_eligible(const GemmKernelSpec& spec) {
 
 void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec) {
   if (tensor_core_eligible(spec)) {
-    emit_tensor_core(ctx, spec, *tc_layout(spec.a, spec.M, spec.K, false),
-                     *tc_layout(spec.b[0], spec.K, spec.N, true));
+    const SymExpr& k0 = spec.k_segments.empty() ? spec.K : spec.k_segments[0].K;
+    emit_tensor_core(ctx, spec, *tc_layout(spec.a, spec.M, k0, false),
+                     *tc_layout(spec.b[0], k0, spec.N, true));
     return;
   }
   emit_scalar(ctx, spec);

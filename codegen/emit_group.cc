@@ -138,6 +138,13 @@ class ElementBody {
   bool needs_index_ = false;
 };
 
+// The member `cat` node producing `v`, if any (a GEMM operand concatenated along K).
+const Node* member_cat(const Graph& g, const std::set<int>& members, ValueId v) {
+  int p = g.value(v).producer;
+  if (p < 0 || !members.count(p) || g.nodes[p].op != OpKind::kCat) return nullptr;
+  return &g.nodes[p];
+}
+
 // An anchor operand: a cast prologue and / or a view chain of members over an outside buffer.
 GemmOperandRef gemm_operand(LoweringContext& ctx, const std::set<int>& members, ValueId v,
                             bool flatten_rows, bool linear_weight) {
@@ -203,15 +210,33 @@ void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
       spec.batch.clear();
     }
   }
-  GemmOperandRef a = gemm_operand(ctx, members, first.inputs[0], linear, false);
-  a.batch_strides = spec.a.batch_strides;
-  std::vector<SymExpr> b_batch = spec.b.empty() ? std::vector<SymExpr>{} : spec.b[0].batch_strides;
-  spec.a = a;
-  spec.b.clear();
   spec.acc_dtype = out.dtype == DType::kF64 ? DType::kF64 : DType::kF32;
-  for (int ai : anchors) {
-    spec.b.push_back(gemm_operand(ctx, members, g.nodes[ai].inputs[1], false, linear));
-    spec.b.back().batch_strides = b_batch;
+  if (const Node* a_cat = member_cat(g, members, first.inputs[0])) {
+    // Note [K-concatenated GEMMs]: A = cat(A_j) along K, B = cat(B_j) along K; one K segment each.
+    const Node* b_cat = member_cat(g, members, first.inputs[1]);
+    if (!b_cat || anchors.size() != 1 || a_cat->inputs.size() != b_cat->inputs.size() ||
+        !spec.batch.empty())
+      throw std::logic_error("a GEMM over a concatenated K needs both operands concatenated");
+    for (size_t j = 0; j < a_cat->inputs.size(); ++j) {
+      GemmKSegment seg;
+      seg.a = gemm_operand(ctx, members, a_cat->inputs[j], linear, false);
+      seg.b = {gemm_operand(ctx, members, b_cat->inputs[j], false, linear)};
+      seg.K = g.tensor(a_cat->inputs[j]).shape.back();
+      spec.k_segments.push_back(seg);
+    }
+    spec.a = spec.k_segments[0].a;
+    spec.b = spec.k_segments[0].b;
+  } else {
+    GemmOperandRef a = gemm_operand(ctx, members, first.inputs[0], linear, false);
+    a.batch_strides = spec.a.batch_strides;
+    std::vector<SymExpr> b_batch =
+        spec.b.empty() ? std::vector<SymExpr>{} : spec.b[0].batch_strides;
+    spec.a = a;
+    spec.b.clear();
+    for (int ai : anchors) {
+      spec.b.push_back(gemm_operand(ctx, members, g.nodes[ai].inputs[1], false, linear));
+      spec.b.back().batch_strides = b_batch;
+    }
   }
   std::string what = anchors.size() == 2 ? "gemm2" : std::string(op_name(first.op));
   spec.what = members.size() > anchors.size() ? "fused_" + what : what;

@@ -128,7 +128,7 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
 void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   const Graph& g = ctx.graph();
   std::set<int> set(members.begin(), members.end());
-  int64_t chunk_tokens = g.nodes[members[0]].attrs.get_int("split_tokens").value_or(0);
+  int64_t chunk_tokens = g.nodes[members[0]].attrs.get_int(kSplitTokensAttr).value_or(0);
   if (chunk_tokens <= 0) throw std::logic_error("a weight-gradient group without split_tokens");
   std::vector<Problem> problems;
   SymExpr K;

@@ -31,6 +31,14 @@ struct GemmOperandRef {
   std::vector<SymExpr> batch_strides;  // scalar path only: one per batch dim
 };
 
+// One K range of a GEMM over a concatenated K (Note [K-concatenated GEMMs] in
+// passes/concat_gemm_k.cc): its own A (m, k) and B (k, n) operands, k in [0, K).
+struct GemmKSegment {
+  GemmOperandRef a;
+  std::vector<GemmOperandRef> b;
+  SymExpr K;
+};
+
 struct GemmKernelSpec {
   std::string what, summary;
   std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
@@ -43,6 +51,9 @@ struct GemmKernelSpec {
   // Statements run for each (row, col) inside [0, M) x [0, N), with `long long row`, `int col`,
   // `acc0` (and `acc1` for two B operands) in scope, and `c_base`, the batch's offset in C.
   std::string epilogue;
+  // Empty, or the K segments accumulated one after another into the same accumulators (then `a`
+  // and `b` are the first segment's and K is their sum).
+  std::vector<GemmKSegment> k_segments;
 };
 
 // True when the tensor-core kernel can take the spec: bf16 operands, static N and K, 16-byte

@@ -4,11 +4,10 @@
 #include <vector>
 
 #include "codegen/lowering.h"
+#include "ir/fusion.h"
 
 namespace dg {
 
-// True for the members of a weight-gradient group (they carry `split_tokens`).
-inline bool is_wgrad_member(const Node& n) { return n.attrs.has("split_tokens"); }
 // Emits the group's two kernels (partial products over token chunks, then their reduction in
 // chunk order). `members` are node indices in topological order; the buffers of the values that
 // leave the group are assigned already.

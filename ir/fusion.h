@@ -15,6 +15,9 @@
 //   marked `epilogue_matmul = 1` whose small K is static (LoRA's rank-r update B(t)), each over the
 //   anchors' output shape, evaluated per output element from the fp32 accumulators.
 // - Pointwise group: elementwise ops and casts over one shape, one kernel, several outputs.
+// - Weight-gradient group (members carry `split_tokens = C`): matmuls whose K is the token count
+//   and their operand prologues, lowered as two kernels (Note [Weight-gradient groups] in
+//   passes/split_weight_grads.cc).
 // Rank-0 constants are never members; kernels spell them as literals (Note [Inlined constants]).
 // Every member computes what the unfused node computes, with the same rounding: each value is
 // rounded to its own dtype where the unfused graph would store it (a bf16 linear's result is
@@ -30,9 +33,12 @@ namespace dg {
 
 inline constexpr const char* kFusionAttr = "fusion";
 inline constexpr const char* kEpilogueMatmulAttr = "epilogue_matmul";
+inline constexpr const char* kSplitTokensAttr = "split_tokens";
 
 // The node's fusion group, 0 when it has none.
 inline int64_t fusion_group(const Node& n) { return n.attrs.get_int(kFusionAttr).value_or(0); }
+// A member of a weight-gradient group.
+inline bool is_wgrad_member(const Node& n) { return n.attrs.has(kSplitTokensAttr); }
 inline bool is_epilogue_matmul(const Node& n) {
   return n.attrs.get_int(kEpilogueMatmulAttr).value_or(0) != 0;
 }

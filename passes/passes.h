@@ -11,6 +11,8 @@ Graph eliminate_dead_code(const Graph& g);
 Graph eliminate_common_subexpressions(const Graph& g);
 // Drops casts to the same dtype and exact round trips such as bf16 -> f32 -> bf16.
 Graph fold_casts(const Graph& g);
+// permute(permute(x)) as one permute, or x when they cancel.
+Graph fold_permutes(const Graph& g);
 // Weight gradients (K = the token count) as one split-over-tokens group (Note [Weight-gradient
 // groups] in split_weight_grads.cc).
 Graph split_weight_grads(const Graph& g);
@@ -29,5 +31,9 @@ Graph fuse_gate_up(const Graph& g);
 Graph fuse_operand_views(const Graph& g);
 // Elementwise chains into one kernel, and into the prologue / epilogue of GEMM kernels.
 Graph fuse_pointwise(const Graph& g);
+// GEMM operands concatenated along K read in place, one K segment after another.
+Graph fuse_concat_operands(const Graph& g);
+// Producers read only by one GEMM group's epilogue (elementwise work, rank-r GEMMs) move into it.
+Graph fuse_epilogue_producers(const Graph& g);
 
 }  // namespace dg

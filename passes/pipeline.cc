@@ -18,6 +18,7 @@ constexpr PassEntry kPipeline[] = {
     {"cse", eliminate_common_subexpressions,
      "first: PEFT casts x to f32 once per adapter; merged casts expose round trips to fold_casts"},
     {"fold_casts", fold_casts, "after cse, so each distinct cast chain is looked at once"},
+    {"fold_permutes", fold_permutes, "with the other folds, before dce removes what they leave"},
     {"dce", eliminate_dead_code, "removes what cse and fold_casts left unused, before fusion"},
     {"split_weight_grads", split_weight_grads,
      "after cse, fold_casts and dce, so each gradient's prologue chain is minimal and shared"},
@@ -33,7 +34,11 @@ constexpr PassEntry kPipeline[] = {
     {"fuse_operand_views", fuse_operand_views,
      "after the GEMM groups exist, before fuse_pointwise claims nodes for pointwise kernels"},
     {"fuse_pointwise", fuse_pointwise,
-     "last: elementwise leftovers join the GEMM groups (epilogue / prologue) or form their own"},
+     "elementwise leftovers join the GEMM groups (epilogue / prologue) or form their own"},
+    {"fuse_concat_operands", fuse_concat_operands,
+     "after fuse_pointwise, so a concatenated GEMM's epilogue group exists"},
+    {"fuse_epilogue_producers", fuse_epilogue_producers,
+     "after fuse_pointwise, once every group and its readers are known"},
 };
 }  // namespace
 

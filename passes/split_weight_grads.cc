@@ -103,7 +103,7 @@ Graph split_weight_grads(const Graph& g) {
   for (const auto& [k, members] : by_k) {
     Attrs mark;
     mark.set(kFusionAttr, next_group++);
-    mark.set("split_tokens", kTokensPerChunk);
+    mark.set(kSplitTokensAttr, kTokensPerChunk);
     std::map<ValueId, ValueId> cloned;  // prologue values copied into this group
     // Copies the prologue chain ending at `v` into the group; returns the id standing for `v`.
     auto clone_chain = [&](auto&& self, ValueId v) -> ValueId {

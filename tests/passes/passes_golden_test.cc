@@ -79,10 +79,11 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
   PipelineOptions opts;
   opts.after_pass = [&](const std::string& name, const Graph&) { ran.push_back(name); };
   Graph out = run_pipeline(seed.graph, opts);
-  EXPECT_EQ(ran, (std::vector<std::string>{"input", "cse", "fold_casts", "dce",
+  EXPECT_EQ(ran, (std::vector<std::string>{"input", "cse", "fold_casts", "fold_permutes", "dce",
                                            "split_weight_grads", "hoist_gemm_scale",
                                            "concat_gemm_k", "fuse_lora_linear", "fuse_gate_up",
-                                           "fuse_operand_views", "fuse_pointwise"}));
+                                           "fuse_operand_views", "fuse_pointwise",
+                                           "fuse_concat_operands", "fuse_epilogue_producers"}));
   auto count = [](const Graph& g, OpKind op) {
     int n = 0;
     for (const Node& node : g.nodes) n += node.op == op;
