@@ -223,16 +223,16 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
     std::string J = std::to_string(j);
     loads += tile_load("Bs" + J, pb[j], "b_base" + J, acc, spec.b[j], false);
     decl += "  " + acc + " c" + J + "[4][4] = {};\n";
-    fma += "      for (int j = 0; j < 4; ++j) {\n"
+    fma += "      DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
            "        const " + acc + " bv = Bs" + J + "[kk][tx + 16 * j];\n"
-           "        for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
+           "        DG_UNROLL for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
     call_args += ", c" + J + "[i][j]";
   }
   const std::string k_body =
       "    __syncthreads();\n"
-      "    for (int kk = 0; kk < 16; ++kk) {\n"
+      "    DG_UNROLL for (int kk = 0; kk < 16; ++kk) {\n"
       "      " + acc + " av[4];\n"
-      "      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
+      "      DG_UNROLL for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
       "    }\n"
       "    __syncthreads();\n";
   std::string k_loops = "  for (long long k0 = 0; k0 < K; k0 += 16) {\n" + loads + k_body + "  }\n";
@@ -258,25 +258,29 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
   std::string smem = "  __shared__ " + acc + " As[16][64 + 1];\n";
   for (size_t j = 0; j < nb; ++j)
     smem += "  __shared__ " + acc + " Bs" + std::to_string(j) + "[16][64 + 1];\n";
+  // Only a batched GEMM loops over blockIdx.z (Note [Grid limits]); the loop's induction
+  // variable alone made the unbatched fused kernels spill.
+  const bool batched = !spec.batch.empty();
+  const std::string batch_open =
+      batched ? "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n"
+              : "";
   std::string src =
       "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
       spec.params.declaration() + ctx.symbol_params() + ") {\n" +
       "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
-      c_expr(spec.K) + ";\n" + smem +
-      "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n" + bases +
-      "  const long long c_base = bz * M * N;\n"
+      c_expr(spec.K) + ";\n" + smem + batch_open + bases +
+      "  const long long c_base = " + (batched ? "bz * M * N" : "0") + ";\n"
       "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
       "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops +
       epilogue_lambda(spec, acc) +
-      "  for (int i = 0; i < 4; ++i) {\n"
+      "  DG_UNROLL for (int i = 0; i < 4; ++i) {\n"
       "    const long long row = m0 + ty + 16 * i;\n"
       "    if (row >= M) continue;\n"
-      "    for (int j = 0; j < 4; ++j) {\n"
+      "    DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
       "      const long long col = n0 + tx + 16 * j;\n"
       "      if (col < N) epi(row, (int)col" + call_args + ");\n"
       "    }\n"
-      "  }\n"
-      "  }\n"
+      "  }\n" + (batched ? "  }\n" : "") +
       "}\n";
   ctx.add_kernel(std::move(launch), src);
 }

@@ -142,10 +142,17 @@ TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
   for (auto& e : fs::directory_iterator(dir / "out"))
     if (e.path().extension() == ".dgir") stages.push_back(e.path().filename().string());
   std::sort(stages.begin(), stages.end());
-  EXPECT_EQ(stages, (std::vector<std::string>{"0_input.dgir", "1_cse.dgir", "2_fold_casts.dgir",
-                                              "3_dce.dgir", "4_fuse_lora_linear.dgir",
-                                              "5_fuse_gate_up.dgir", "6_fuse_operand_views.dgir",
-                                              "7_fuse_pointwise.dgir"}));
+  // One file per pass of passes/pipeline.cc, numbered in pipeline order.
+  std::vector<std::string> expected{
+      "0_input.dgir",          "1_cse.dgir",
+      "2_fold_casts.dgir",     "3_fold_permutes.dgir",
+      "4_dce.dgir",            "5_split_weight_grads.dgir",
+      "6_hoist_gemm_scale.dgir", "7_concat_gemm_k.dgir",
+      "8_fuse_lora_linear.dgir", "9_fuse_gate_up.dgir",
+      "10_fuse_operand_views.dgir", "11_fuse_pointwise.dgir",
+      "12_fuse_concat_operands.dgir", "13_fuse_epilogue_producers.dgir"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(stages, expected);
   // A disabled pass is skipped, and says so by its absence.
   r = run_cli("compile " + fixture() + " --arch sm_80 --disable-pass cse --emit " +
               (dir / "nocse").string() + " --cache-dir " + (dir / "cache").string());

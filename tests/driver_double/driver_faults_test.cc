@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
+#include "runtime/cache_entry.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/host_run.h"
@@ -78,11 +81,13 @@ output %y
   ASSERT_TRUE(again.ok()) << again.error;
   EXPECT_NE(again.cache_hit, CacheHit::kMiss);
   EXPECT_EQ(runtime_stats().nvrtc_compiles, before.nvrtc_compiles);
-  // A reader of its own (no memory tier) finds the entry on disk.
-  DiskCacheOptions fresh;
-  fresh.dir = DG_DOUBLE_CACHE_DIR;
-  DiskCache reader(fresh);
-  EXPECT_TRUE(reader.get(again.key).has_value());
+  // The entry is still on disk and verifies (Note [Kernel cache key]: the reported key is the
+  // entry's file stem).
+  std::ifstream in(std::filesystem::path(DG_DOUBLE_CACHE_DIR) / (again.key + ".dgk"),
+                   std::ios::binary);
+  ASSERT_TRUE(in.good()) << "no cache entry " << again.key;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(decode_cache_entry(bytes, nullptr).check, EntryCheck::kValid);
 }
 
 TEST(DriverFaults, SyncNamesTheKernelThatFaulted) {

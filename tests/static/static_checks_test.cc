@@ -112,7 +112,11 @@ TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
     DiskCacheOptions copts;
     copts.dir = cache_dir();
     DiskCache cache(copts);
-    std::optional<std::string> payload = cache.get(o.key);
+    // Note [Kernel cache key]: entries are looked up by the stored key text (no GPU here, so
+    // the binary is for `arch` itself).
+    auto parts = kernel_key_parts(o.executable->plan().source, arch);
+    ASSERT_TRUE(parts.ok()) << parts.message();
+    std::optional<std::string> payload = cache.get(kernel_cache_key(parts.value()));
     ASSERT_TRUE(payload) << "the compiled binary is not in the cache folder " << cache_dir();
     std::string cubin, error;
     std::vector<KernelResources> cached_report;
