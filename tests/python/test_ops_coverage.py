@@ -100,6 +100,15 @@ def test_index_put_with_and_without_accumulate(fresh):
     _check(f, args)
 
 
+def test_arange(fresh):
+    def f(x):
+        n = x.shape[0]
+        pos = torch.arange(n)
+        return x * torch.arange(1, n + 1, dtype=torch.float32)[:, None] + pos[:, None] + \
+            torch.arange(2, 2 * n + 2, 2)[:, None]
+    _check(f, lambda n: [_x("n", 3)(n)])
+
+
 def test_cumsum(fresh):
     _check(lambda x, m: torch.cumsum(x, 0) + torch.cumsum(m, 0)[:, None],
            lambda n: [_x("n", 4)(n), torch.rand(n) > 0.5])

@@ -1,5 +1,6 @@
 """FX -> IR handlers for the nn-level ops: gelu's tanh form and both gelu gradients, clamp,
-constant_pad_nd, cumsum, nll_loss forward and backward. Registered into lowering.HANDLERS.
+constant_pad_nd, cumsum, flip, arange, logical ops, nll_loss forward and backward. Registered into
+lowering.HANDLERS.
 
 Each is one IR op where the IR has one (gelu_tanh, gelu_backward, gelu_tanh_backward, cumsum,
 gather, scatter) and a composition of IR ops otherwise; Note [Export checks every node against
@@ -171,6 +172,23 @@ def flip(c, x, dims):
     return r
 
 
+def arange(c, *args, **kw):
+    """arange(end) / arange(start, end[, step]): start + step * (0, 1, ...), the length from
+    PyTorch. Integer results are exact; float ones are computed in f64 and rounded once."""
+    start, step = (0, 1) if len(args) < 2 else (args[0], args[2] if len(args) > 2 else 1)
+    start, step = kw.get("start", start), kw.get("step", step)
+    (n,) = c.out_shape()
+    dtype = c.out_dtype()
+    r = _iota(c, n)
+    if dtype.is_float:
+        r = c.cast(r, DType.F64)
+    if step != 1:
+        r = c.op("mul", [r, c.const(step, DType.F64 if dtype.is_float else DType.I64)])
+    if start != 0:
+        r = c.op("add", [r, c.const(start, DType.F64 if dtype.is_float else DType.I64)])
+    return c.cast(r, dtype)
+
+
 def _as_bool(c, x):
     return c.cast(c.tensor(x), DType.BOOL)
 
@@ -196,7 +214,7 @@ def logical_not(c, a):
 
 
 HANDLERS = {
-    "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
+    "arange": arange, "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "logical_not": logical_not,
     "gelu": gelu, "gelu_backward": gelu_backward,
     "sin": float_unary("sin"), "cos": float_unary("cos"), "erf": float_unary("erf"),
@@ -205,4 +223,4 @@ HANDLERS = {
     "cumsum": cumsum, "constant_pad_nd": constant_pad_nd,
     "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
 }
-RESULT_TYPED = {"cumsum"}  # their dtype= keyword is read from the result's FakeTensor
+RESULT_TYPED = {"cumsum", "arange"}  # their dtype= keyword is read from the result's FakeTensor
