@@ -106,7 +106,7 @@ def test_fallback_is_eager_for_every_size_with_reason(fresh, opts, tmp_path, cap
     compiled = dyngen.thunderfx.compile(f, dynamic=True)
     w = torch.randn(8, 4)
     with caplog.at_level(logging.INFO, logger="dyngen"), pytest.warns(
-            dyngen.FallbackWarning, match=r"graph0\.inference runs eagerly: .*op cumsum") as warned:
+            dyngen.FallbackWarning, match=r"graph0\.inference runs eagerly: .*op erfinv") as warned:
         for n in (3, 5, 9, 16):
             x = torch.randn(n, 8)
             torch.testing.assert_close(compiled(x, w), f(x, w))
@@ -122,8 +122,8 @@ def test_fallback_is_eager_for_every_size_with_reason(fresh, opts, tmp_path, cap
 def test_strict_fallback_raises_with_the_op_name(fresh, opts):
     """DYNGEN_STRICT=1: the graph dyngen cannot take is an error naming the op, not eager."""
     opts(strict=True)
-    compiled = dyngen.thunderfx.compile(lambda x: torch.cumsum(x, dim=0).sin(), dynamic=True)
-    with pytest.raises(Exception, match=r"op cumsum.*DYNGEN_STRICT=1") as raised:
+    compiled = dyngen.thunderfx.compile(lambda x: torch.erfinv(x * 0.5).sin(), dynamic=True)
+    with pytest.raises(Exception, match=r"op erfinv.*DYNGEN_STRICT=1") as raised:
         compiled(torch.randn(5, 3))
     assert "FallbackError" in f"{raised.type.__name__}: {raised.value}"
     assert dyngen.stats()["fallbacks"] == []
@@ -155,9 +155,10 @@ def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
     fb = dumps[0].with_suffix(".fb")  # graph.fb next to the text: the bytes the core loads
     assert fb.read_bytes()[4:8] == b"DGIR"
     assert _capi.core_print(fb.read_bytes())[0] == dumps[0].read_text()
-    passes = dumps[0].with_suffix("")  # the core's IR after each pass, for this graph only
-    first = (passes / "0_input.dgir").read_text()
-    assert first.split("\n", 1)[1] == dumps[0].read_text().split("\n", 1)[1]  # (unnamed)
+    if runtime.plan_for(None)[0] == "capi":  # the reference executor runs no passes
+        passes = dumps[0].with_suffix("")  # the core's IR after each pass, for this graph only
+        first = (passes / "0_input.dgir").read_text()
+        assert first.split("\n", 1)[1] == dumps[0].read_text().split("\n", 1)[1]  # (unnamed)
 
 
 def test_core_prints_the_frontend_text_back():
