@@ -233,6 +233,7 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
     std::lock_guard<std::mutex> lock(executables().mu);
     auto it = executables().by_request.find(request_key);
     if (it != executables().by_request.end()) {
+      ++g_graphs;  // dg_stats.graphs_compiled counts cache hits too (dyngen.h)
       ++g_mem_hits;
       CompileOutcome o;
       o.key = it->second.key;

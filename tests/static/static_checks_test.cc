@@ -43,17 +43,6 @@ std::string cuobjdump_or_fail() {
   return tool;
 }
 
-// Known spills: the scalar GEMM tile (emit_scalar in codegen/emit_gemm.cc, "[scalar tile 64x64]"
-// in its summary) spills 4 to 12 bytes with NVRTC 13.0 in some operand layouts: the seed
-// backward's fp32 LoRA matmuls over transposed operands (sm_80 and sm_90a) and the catalog's 3-d
-// f32 linear (sm_80). Tolerated only in that emitter's kernels and only up to 16 bytes; they are
-// printed, and every other spill fails.
-bool known_scalar_gemm_spill(const KernelLaunch& k, const KernelResources& r) {
-  bool spills = r.spill_store_bytes > 0 || r.spill_load_bytes > 0;
-  bool scalar_gemm = k.summary.find("[scalar tile") != std::string::npos;
-  return spills && scalar_gemm && r.spill_store_bytes <= 16 && r.spill_load_bytes <= 16;
-}
-
 // bf16 GEMMs that run on the scalar tile by design, by test case: the tensor-core template takes
 // 2-d problems only (tensor_core_eligible in codegen/emit_gemm.cc), and this batched matmul keeps
 // its batch dim. Every other kernel with bf16 contractions must show HMMA.
@@ -96,14 +85,8 @@ TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
       for (const KernelResources& x : o.resources)
         if (x.name == k.name) r = &x;
       ASSERT_NE(r, nullptr) << k.name << " is not in ptxas's report";
-      if (known_scalar_gemm_spill(k, *r)) {
-        std::cerr << "known spill (scalar GEMM): " << arch << " " << k.name << " " << k.summary
-                  << ": " << r->spill_store_bytes << " bytes stored, " << r->spill_load_bytes
-                  << " loaded\n";
-      } else {
-        EXPECT_EQ(r->spill_store_bytes, 0) << k.name << ": " << k.summary;
-        EXPECT_EQ(r->spill_load_bytes, 0) << k.name << ": " << k.summary;
-      }
+      EXPECT_EQ(r->spill_store_bytes, 0) << k.name << ": " << k.summary;
+      EXPECT_EQ(r->spill_load_bytes, 0) << k.name << ": " << k.summary;
       EXPECT_LE(r->shared_bytes, kMaxStaticSharedBytes) << k.name;
       EXPECT_LE(r->shared_bytes + k.shared_bytes, max_shared_bytes_per_block(arch)) << k.name;
       EXPECT_GT(r->registers, 0) << k.name;

@@ -18,7 +18,6 @@ import sys
 from .options import log, options, parse_archs
 from .stats import bump
 
-_warned_reference = False
 
 
 def cache_dir() -> str:
@@ -44,16 +43,7 @@ def check_archs(archs) -> tuple:
 
 def prebuild(fb: bytes, name: str, archs) -> None:
     """Note [Prebuilding for other GPUs]: compiles graph.fb `fb` for each arch into the cache."""
-    global _warned_reference
-    from . import runtime
-
     if not archs:
-        return
-    if runtime.executor_kind() != "capi":
-        if not _warned_reference:
-            _warned_reference = True
-            log.warning("prebuild archs %s ignored: the reference executor has no kernel cache "
-                        "(libdyngen.so did not load)", ",".join(archs))
         return
     from ._capi import CapiExecutable
 

@@ -1,8 +1,11 @@
-"""The reference executor: runs the IR text op by op with PyTorch (Note [Executor choice]).
+"""The reference executor: runs a built graph op by op with ATen ops (Note [Executor choice]).
 
-It parses the text (so everything it runs came through the text form), binds the symbols from the
-inputs like dg_prepare, evaluates every node with the PyTorch op of the same semantics, and checks
-each result's shape against the node's symbolic type evaluated at the bound symbols.
+It interprets the node list GraphBuilder recorded while it forwarded each op to the core (there is
+no text parser in Python: Note [One IR] in ir.py). It binds the symbols from the inputs like
+dg_prepare, evaluates every node with the ATen op of the same semantics, and checks each result's
+shape and dtype against the type the core inferred for the node, evaluated by the core at the
+bound symbols. An op it has no evaluation for, or a result that disagrees with the core's type, is
+a LaunchError naming the op: never a wrong answer.
 """
 from __future__ import annotations
 
@@ -10,73 +13,101 @@ import torch
 import torch.nn.functional as F
 
 from .errors import LaunchError
-from .ops import OPS, Category
-from .runtime import Executable, bind_symbols
-from .text import parse_graph_text
+from .ir import Graph, Node
+from .ops import DType
+from .runtime import Executable
 
 
 def _ints(exprs, bind) -> list[int]:
+    """SymExpr handles (or plain ints, as attributes may hold) evaluated by the core."""
     out = []
     for e in exprs:
-        v = e.evaluate(bind)
+        v = e if isinstance(e, int) else e.evaluate(bind)
         if v is None:
-            raise LaunchError(f"cannot evaluate {e}")
+            raise LaunchError(f"reference executor: cannot evaluate {e} with {bind}")
         out.append(v)
     return out
+
+
+def _gelu_backward(approximate):
+    return lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate=approximate)
 
 
 _UNARY = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
           "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "abs": torch.abs,
           "relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu,
-          "gelu": F.gelu}
+          "gelu": F.gelu, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
+          "sinc": torch.sinc, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 _BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
            "maximum": torch.maximum, "minimum": torch.minimum, "pow": torch.pow,
            "silu_backward": torch.ops.aten.silu_backward,
            "sigmoid_backward": torch.ops.aten.sigmoid_backward,
+           "gelu_backward": _gelu_backward("none"), "gelu_tanh_backward": _gelu_backward("tanh"),
            "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
            "ge": torch.ge}
+# Backward ops take (grad, input) of one shape and dtype in ATen; the IR broadcasts and promotes
+# them like the other binary ops.
+_SAME_TYPE_BINARY = {"silu_backward", "sigmoid_backward", "gelu_backward", "gelu_tanh_backward",
+                     "maximum", "minimum"}
 
 
-def _eval(node, xs, bind, device):
+def _binary(op, x, y):
+    if op in _SAME_TYPE_BINARY and x.dtype != y.dtype:
+        dt = torch.promote_types(x.dtype, y.dtype) if x.dim() and y.dim() else (
+            x.dtype if y.dim() == 0 else y.dtype)
+        x, y = x.to(dt), y.to(dt)
+    if op in _SAME_TYPE_BINARY:
+        x, y = torch.broadcast_tensors(x, y)
+    return _BINARY[op](x, y)
+
+
+def _reduce(op, x, a):
+    dims = list(a["dims"])
+    keep = bool(a.get("keepdim", 0))
+    dtype = a["dtype"].torch if "dtype" in a else None
+    if not dims:  # reduces nothing (ATen's dim=[] would reduce everything)
+        return x.to(dtype or x.dtype).clone()
+    if op == "sum":
+        return torch.sum(x, dims, keepdim=keep, dtype=dtype)
+    if op == "mean":
+        return torch.mean(x, dims, keepdim=keep, dtype=dtype)
+    r = torch.amax(x, dims, keepdim=keep)
+    return r if dtype is None else r.to(dtype)
+
+
+def _slice(x, a, bind):
+    (start,), (end,) = _ints(a["start"], bind), _ints(a["end"], bind)
+    dim = a["dim"] % x.dim()
+    return x.narrow(dim, start, end - start)[
+        (slice(None),) * dim + (slice(None, None, a.get("step", 1)),)]
+
+
+def _eval(node: Node, xs, bind, device):
     op, a = node.op, node.attrs
-    cat = OPS[op].category
     if op == "constant":
         return torch.tensor(a["value"], dtype=a["dtype"].torch, device=device)
+    if op == "sym_constant":
+        (v,) = _ints(a["value"], bind)
+        return torch.tensor(v, dtype=a["dtype"].torch, device=device)
     if op == "full":
         return torch.full(_ints(a["shape"], bind), a["value"], dtype=a["dtype"].torch,
                           device=device)
-    if cat == Category.CAST:
+    if op == "cast":
         return xs[0].to(a["dtype"].torch)
-    if cat == Category.UNARY:
+    if op in _UNARY:
         return _UNARY[op](xs[0])
-    if cat in (Category.BINARY, Category.COMPARE):
-        x, y = xs
-        if op in ("silu_backward", "sigmoid_backward", "maximum", "minimum") and x.dtype != y.dtype:
-            dt = torch.promote_types(x.dtype, y.dtype) if x.dim() and y.dim() else (
-                x.dtype if y.dim() == 0 else y.dtype)
-            x, y = x.to(dt), y.to(dt)
-        if op in ("silu_backward", "sigmoid_backward"):
-            x, y = torch.broadcast_tensors(x, y)
-        return _BINARY[op](x, y)
+    if op in _BINARY:
+        return _binary(op, *xs)
     if op == "where":
         return torch.where(*xs)
     if op == "linear":
         return F.linear(*xs)
     if op == "matmul":
         return torch.matmul(*xs)
-    if cat == Category.REDUCE:
-        dims = list(a["dims"])
-        keep = bool(a.get("keepdim", 0))
-        dtype = a["dtype"].torch if "dtype" in a else None
-        x = xs[0]
-        if not dims:  # reduces nothing (PyTorch's dim=[] would reduce everything)
-            return x.to(dtype or x.dtype).clone()
-        if op == "sum":
-            return torch.sum(x, dims, keepdim=keep, dtype=dtype)
-        if op == "mean":
-            return torch.mean(x, dims, keepdim=keep, dtype=dtype)
-        r = torch.amax(x, dims, keepdim=keep)
-        return r if dtype is None else r.to(dtype)
+    if op in ("sum", "mean", "amax"):
+        return _reduce(op, xs[0], a)
+    if op == "cumsum":
+        return torch.cumsum(xs[0], a["dim"], dtype=a["dtype"].torch if "dtype" in a else None)
     if op == "reshape":
         return xs[0].reshape(_ints(a["shape"], bind))
     if op == "permute":
@@ -84,39 +115,82 @@ def _eval(node, xs, bind, device):
     if op == "expand":
         return xs[0].expand(_ints(a["shape"], bind))
     if op == "slice":
-        (start,), (end,) = _ints(a["start"], bind), _ints(a["end"], bind)
-        return xs[0].narrow(a["dim"], start, end - start)[
-            (slice(None),) * (a["dim"] % xs[0].dim()) + (slice(None, None, a.get("step", 1)),)]
+        return _slice(xs[0], a, bind)
     if op == "cat":
         return torch.cat(xs, a["dim"])
     if op == "index_select":
         return torch.index_select(xs[0], a["dim"], xs[1])
     if op == "index_add":
         return torch.index_add(xs[0], a["dim"], xs[1], xs[2])
-    raise LaunchError(f"reference executor: no evaluation for op {op}")
+    if op == "index_copy":
+        return torch.index_copy(xs[0], a["dim"], xs[1].long(), xs[2])
+    if op == "gather":
+        return torch.gather(xs[0], a["dim"], xs[1].long())
+    if op == "scatter":
+        return torch.scatter(xs[0], a["dim"], xs[1].long(), xs[2])
+    raise LaunchError(f"reference executor: no evaluation for op {op} (%{node.output})")
 
 
 class ReferenceExecutable(Executable):
     kind = "reference"
 
-    def __init__(self, text: str, key: str = ""):
-        self.graph = parse_graph_text(text)
+    def __init__(self, graph: Graph, key: str = ""):
+        if graph.nodes is None:
+            raise ValueError("the reference executor needs a graph built by GraphBuilder")
+        self.graph = graph
         self.key = key
 
+    def bind_symbols(self, inputs: list) -> dict[str, int]:
+        """Binds each symbol at its first sight as a whole dim (or sym input), within the facts it
+        was declared with, and checks every other dim, dtype and rank (the rules of dg_prepare)."""
+        g = self.graph
+        if len(inputs) != len(g.inputs):
+            raise LaunchError(f"expected {len(g.inputs)} inputs, got {len(inputs)}")
+        bind: dict[str, int] = {}
+        checks = []
+        for k, (vid, x) in enumerate(zip(g.inputs, inputs)):
+            v = g.values[vid]
+            if v.is_sym:
+                checks.append((k, "value", v.sym, int(x)))
+                continue
+            if not isinstance(x, torch.Tensor):
+                raise LaunchError(f"input {k}: expected a tensor, got {type(x).__name__}")
+            t = v.type
+            if x.dim() != t.rank or DType.from_torch(x.dtype) != t.dtype:
+                raise LaunchError(f"input {k}: expected {t}, got {x.dtype}{list(x.shape)}")
+            checks += [(k, f"dim {d}", e, n) for d, (e, n) in enumerate(zip(t.shape, x.shape))]
+        for k, _, e, n in checks:
+            if e.is_symbol() and e.name not in bind:
+                lo, hi, div = g.symbol_facts.get(e.name, (*e.bounds(), 1))
+                if not lo <= n <= hi or n % div:
+                    raise LaunchError(f"input {k}: {e.name} = {n} is outside its facts "
+                                      f"[{lo}, {hi}] div {div}")
+                bind[e.name] = int(n)
+        for k, where, e, n in checks:
+            got = e.evaluate(bind)
+            if got != n:
+                raise LaunchError(f"input {k} {where}: expected {e} = {got}, got {n}")
+        return bind
+
     def prepare(self, inputs):
-        bind = bind_symbols(self.graph, inputs)
+        bind = self.bind_symbols(inputs)
         return [(tuple(_ints(self.graph.tensor(o).shape, bind)), self.graph.tensor(o).dtype.torch)
                 for o in self.graph.outputs]
 
     def run(self, inputs):
         g = self.graph
-        bind = bind_symbols(g, inputs)
+        bind = self.bind_symbols(inputs)
         device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
                       torch.device("cpu"))
         vals = dict(zip(g.inputs, inputs))
         for node in g.nodes:
-            r = _eval(node, [vals[i] for i in node.inputs], bind, device)
             t = g.tensor(node.output)
+            try:
+                r = _eval(node, [vals[i] for i in node.inputs], bind, device)
+            except LaunchError:
+                raise
+            except (RuntimeError, IndexError, ValueError, TypeError) as e:
+                raise LaunchError(f"reference executor: %{node.output} = {node.op}: {e}") from e
             if list(r.shape) != _ints(t.shape, bind) or r.dtype != t.dtype.torch:
                 raise LaunchError(f"reference executor: %{node.output} = {node.op} gave "
                                   f"{r.dtype}{list(r.shape)}, the IR says {t}")
@@ -133,4 +207,3 @@ class ReferenceExecutable(Executable):
             seen.add(r.untyped_storage().data_ptr())
             outs.append(r)
         return outs
-
