@@ -55,6 +55,16 @@ def test_seed_command_lines_parse(i):
     assert bp.parse_args(["--model", full.model, "--compile", "all"]).backends == list(bp.BACKENDS)
 
 
+def test_seq_lengths_cycle_per_step():
+    a = bp.parse_args(["--model", models.MODEL_NAMES[0], "--scale", "tiny",
+                       "--seq-lengths", "96,128,112,144"])
+    assert a.seq_lengths == [96, 128, 112, 144] and a.seq_length == 144
+    assert [bp.seq_length_at(a, s) for s in range(6)] == [96, 128, 112, 144, 96, 128]
+    assert "--seq-lengths" in bp.child_argv(a, "dyngen", "x.json")
+    with pytest.raises(SystemExit):
+        bp.parse_args(["--model", models.MODEL_NAMES[0], "--seq-lengths", "96,0"])
+
+
 def test_full_scale_configs_are_the_published_ones():
     for name in models.MODEL_NAMES:
         cfg = models.make_config(name, "full", 2)
