@@ -85,6 +85,22 @@ def export(gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph") -
     return _Exporter(gm, example_inputs, name).run()
 
 
+def unsupported_reason(node: torch.fx.Node) -> str | None:
+    """Whether the exporter can take this one FX node: None if it can, else the reason (naming
+    the op). The node is lowered on its own in a scratch exporter whose inputs are the node's
+    operands, typed from their FakeTensor metadata, so every check of the real export (handler
+    arguments, IR typing, Note [Export checks every node against PyTorch]) applies. What the
+    check cannot see is the graph around the node: whether its symbols are bindable
+    (_check_bindable) is a property of the whole region, checked when the region is exported."""
+    try:
+        _Exporter(None, None, "probe").probe(node)
+    except Unsupported as e:
+        return str(e)
+    except Exception as e:  # noqa: BLE001 - anything unexpected is a reason not to take it
+        return f"op {node.target}: {type(e).__name__}: {e}"
+    return None
+
+
 # ---- helpers shared with lowering.py ------------------------------------------------------------
 
 def meta_val(node: torch.fx.Node):
@@ -229,6 +245,41 @@ class _Exporter:
             self.env[n] = result
             self._check(n, result)
         return self._outputs(out_node, placeholders)
+
+    def probe(self, node: torch.fx.Node) -> None:
+        """Lowers `node` alone (unsupported_reason): its operands become inputs of a scratch
+        graph; raises Unsupported or ExportError where the real export would."""
+        from .lowering import lower_node
+
+        if node.op in ("placeholder", "get_attr", "output"):
+            v = meta_val(node)
+            for leaf in pytree.tree_flatten(v)[0]:
+                if isinstance(leaf, torch.Tensor):
+                    dtype_of(leaf.dtype, f"{node.op} {node.name}")
+            return
+        if node.op == "call_module":
+            raise Unsupported(f"op call_module ({node.target})")
+        operands = list(node.all_input_nodes)
+        for a in operands:
+            self._declare_from_tree(meta_val(a))
+        self._declare_from_tree(meta_val(node))
+        for a in operands:
+            self.env[a] = self._probe_operand(a, meta_val(a))
+        self.env[node] = lower_node(self, node)
+        self._check(node, self.env[node])
+
+    def _declare_from_tree(self, v) -> None:
+        for leaf in pytree.tree_flatten(v)[0]:
+            self._declare_from(leaf)
+
+    def _probe_operand(self, a: torch.fx.Node, v):
+        if isinstance(v, torch.Tensor):
+            return Ref(self.b.input(dtype_of(v.dtype, f"operand {a.name}"), self.shape(v)))
+        if isinstance(v, torch.SymInt):
+            return self.sym(v)
+        if isinstance(v, (tuple, list)):
+            return type(v)(self._probe_operand(a, x) for x in v)
+        return v
 
     def _check_bindable(self) -> None:
         """Every symbol must be a whole input dim or a sym input somewhere: that is where a call
