@@ -23,8 +23,7 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .errors import Unsupported
-from .export import export, meta_val
+from .export import meta_val, unsupported_reason
 
 aten = torch.ops.aten
 
@@ -74,43 +73,9 @@ def _symint_of(node: torch.fx.Node, dim):
     return v if dim is None else v.shape[dim]
 
 
-def _probe(node: torch.fx.Node, sources: dict) -> str | None:
-    """Exports a graph of this one node (its tensor inputs as placeholders, every symbol they use
-    as a SymInt input); the Unsupported message is the reason."""
-    g = torch.fx.Graph()
-    env = {}
-    for a in node.all_input_nodes:
-        p = g.placeholder(a.name)
-        p.meta["val"] = meta_val(a)
-        env[a] = p
-    syms = _free_symbols(meta_val(node))
-    for a in node.all_input_nodes:
-        syms |= _free_symbols(meta_val(a))
-    for s in sorted(syms, key=str):
-        if s not in sources:
-            return f"symbol {s} has no source in the graph"
-        p = g.placeholder(f"sym_{s}")
-        p.meta["val"] = _symint_of(*sources[s])
-    copy = g.node_copy(node, lambda a: env[a])
-    g.output((copy,))
-    try:
-        export(torch.fx.GraphModule(torch.nn.Module(), g), name="probe")
-    except Unsupported as e:
-        return str(e)
-    except Exception as e:  # noqa: BLE001 - any failure means dyngen does not take the node
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
-def node_reason(node: torch.fx.Node, sources: dict) -> str | None:
-    """None when dyngen takes this call node, else why not. Uses export's own per-node check
-    (`dyngen.export.unsupported_reason`) when the exporter has one, else a one-node export."""
-    from . import export as export_mod
-
-    ask = getattr(export_mod, "unsupported_reason", None)
-    if ask is not None:
-        return ask(node)
-    return _probe(node, sources)
+def node_reason(node: torch.fx.Node) -> str | None:
+    """None when dyngen takes this call node, else why not (export's own per-node check)."""
+    return unsupported_reason(node)
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -151,7 +116,7 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     calls = _calls(gm)
     supported, reasons = set(), {}
     for n in calls:
-        why = node_reason(n, sources)
+        why = node_reason(n)
         if why is None:
             supported.add(n)
         else:
