@@ -137,7 +137,8 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
         n_ops = len(_calls(sub))
         _add_symbol_inputs(fused, node, sub, sources)
         try:
-            compiled = compile_graph(sub, None, f"{name}.{node.target}")
+            examples = [p.meta.get("val") for p in sub.graph.nodes if p.op == "placeholder"]
+            compiled = compile_graph(sub, examples, f"{name}.{node.target}")
         except Exception as e:  # noqa: BLE001 - this region runs as ATen ops
             reasons.setdefault(f"region {node.target}", f"{type(e).__name__}: {e}")
             continue
