@@ -25,16 +25,9 @@ bool inlined_constant(const Graph& g, const Node& node) {
   return true;
 }
 
-void check_dtypes(const Graph& g) {
-  for (const Value& v : g.values)
-    if (v.kind == ValueKind::kTensor && v.type.dtype == DType::kF16)
-      throw UnsupportedError("float16 tensors are not supported yet (" + v.type.to_string() + ")");
-}
-
 }  // namespace
 
 KernelPlan emit_cuda(const Graph& g) {
-  check_dtypes(g);
   LoweringContext ctx(g);
   for (size_t i = 0; i < g.inputs.size(); ++i)
     ctx.set_buffer(g.inputs[i], {BufferRef::kInput, static_cast<int>(i)});

@@ -83,6 +83,12 @@ void emit_pointwise_node(LoweringContext& ctx, const Node& node) {
   k.out_dtype = out.dtype;
   k.shape = out.shape;
 
+  if (node.op == OpKind::kSymConstant) {  // the symbol values are kernel arguments
+    k.compute_type = compute_ctype(out.dtype);
+    k.value = "(" + k.compute_type + ")(" + c_expr((*node.attrs.get_syms("value"))[0]) + ")";
+    emit_pointwise(ctx, k);
+    return;
+  }
   if (info.category == OpCategory::kCreate) {
     k.compute_type = compute_ctype(out.dtype);
     k.value = literal(node.attrs.get_float("value").value_or(0.0), k.compute_type);

@@ -1,11 +1,61 @@
 // Lowering of sum / mean / amax: one thread per output element, looping over the reduced
-// elements with an fp32 (fp64 for f64, int64 for integers) accumulator.
+// elements with an fp32 (fp64 for f64, int64 for integers) accumulator. cumsum: one thread per
+// line along the scanned dim, a running sum in the same accumulator, rounded at every element.
 #include "codegen/c_expr.h"
 #include "codegen/lowering.h"
 
 namespace dg {
 
+namespace {
+
+std::string accumulator_type(DType in, DType out) {
+  return compute_ctype(out == DType::kF64 || in == DType::kF64
+                           ? DType::kF64
+                           : (dtype_is_float(out) ? DType::kF32 : out));
+}
+
+void emit_cumsum(LoweringContext& ctx, const Node& node) {
+  const Graph& g = ctx.graph();
+  const TensorType& in = g.tensor(node.inputs[0]);
+  const TensorType& out = g.tensor(node.output);
+  std::vector<SymExpr> shape = in.shape, strides = in.contiguous_strides();
+  SymExpr extent(1), stride(1);
+  if (!shape.empty()) {
+    int64_t d = *node.attrs.get_int("dim");
+    if (d < 0) d += in.rank();
+    extent = shape[d];
+    stride = strides[d];
+    shape[d] = SymExpr(1);  // the lines: every index with the scanned one at 0
+  }
+  SymExpr lines = TensorType{out.dtype, shape}.numel();
+  std::string acc = accumulator_type(in.dtype, out.dtype);
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name("cumsum");
+  launch.summary = "%" + std::to_string(node.output) + " = cumsum over " + extent.to_string() +
+                   " elements, " + lines.to_string() + " lines";
+  launch.grid = grid_for(lines);
+  launch.block = {256, 1, 1};
+  launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+      ctype(out.dtype) + "* __restrict__ out, const " + ctype(in.dtype) + "* __restrict__ p0" +
+      ctx.symbol_params() + ") {\n" +
+      "  const long long n = " + c_expr(lines) + ", len = " + c_expr(extent) +
+      ", step = " + c_expr(stride) + ";\n" +
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      unravel(shape) + "    const long long base = " + offset_expr(strides) + ";\n" +
+      "    " + acc + " a = (" + acc + ")0;\n" +
+      "    for (long long r = 0; r < len; ++r) {\n" +
+      "      a += dg_convert<" + acc + ">(p0[base + r * step]);\n" +
+      "      out[base + r * step] = dg_convert<" + ctype(out.dtype) + ">(a);\n    }\n  }\n}\n";
+  ctx.add_kernel(std::move(launch), src);
+}
+
+}  // namespace
+
 void emit_reduce_node(LoweringContext& ctx, const Node& node) {
+  if (node.op == OpKind::kCumsum) return emit_cumsum(ctx, node);
   const Graph& g = ctx.graph();
   const TensorType& in = g.tensor(node.inputs[0]);
   const TensorType& out = g.tensor(node.output);
@@ -21,9 +71,7 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   }
   SymExpr n_out = TensorType{out.dtype, kept_shape}.numel();
   SymExpr n_red = TensorType{out.dtype, red_shape}.numel();
-  std::string acc = compute_ctype(out.dtype == DType::kF64 || in.dtype == DType::kF64
-                                      ? DType::kF64
-                                      : (dtype_is_float(out.dtype) ? DType::kF32 : out.dtype));
+  std::string acc = accumulator_type(in.dtype, out.dtype);
 
   std::string init, step, finish = "a";
   switch (node.op) {

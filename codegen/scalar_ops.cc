@@ -40,6 +40,13 @@ constexpr Spelling kSpellings[] = {
     {OpKind::kGt, "($0 > $1)"},
     {OpKind::kGe, "($0 >= $1)"},
     {OpKind::kWhere, "($0 ? $1 : $2)"},
+    {OpKind::kSin, "dg_sin($0)"},
+    {OpKind::kCos, "dg_cos($0)"},
+    {OpKind::kErf, "dg_erf($0)"},
+    {OpKind::kSinc, "dg_sinc($0)"},
+    {OpKind::kGeluTanh, "dg_gelu_tanh($0)"},
+    {OpKind::kGeluBackward, "dg_gelu_backward($0, $1)"},
+    {OpKind::kGeluTanhBackward, "dg_gelu_tanh_backward($0, $1)"},
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "ir/fb_writer.h"
 
+#include <cmath>
+
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -144,7 +146,11 @@ fbs::Offset<fb::Attr> build_attr(fbs::FlatBufferBuilder& b, ExprTable& exprs,
     ab.add_i(*i);
   } else if (auto* f = std::get_if<double>(&v)) {
     ab.add_kind(fb::AttrKind::Float);
+    // -0.0 compares equal to the field's default 0.0, which the builder would leave out (and a
+    // reader would then see +0.0): force it in.
+    b.ForceDefaults(*f == 0.0 && std::signbit(*f));
     ab.add_f(*f);
+    b.ForceDefaults(false);
   } else if (std::holds_alternative<std::vector<int64_t>>(v)) {
     ab.add_kind(fb::AttrKind::Ints);
     ab.add_ints(ints);

@@ -14,16 +14,16 @@ enum class OpKind : uint16_t {
 
 // How an op computes; codegen and the reference evaluator dispatch on this first.
 enum class OpCategory : uint8_t {
-  kCreate,   // no tensor inputs: constant, full
+  kCreate,   // no tensor inputs: constant, full, sym_constant (a symbolic integer's value)
   kCast,     // dtype conversion
   kUnary,    // float elementwise, one input
   kBinary,   // float elementwise with broadcasting
   kCompare,  // elementwise with broadcasting, bool result
   kWhere,    // select with broadcasting
   kMatmul,   // contractions
-  kReduce,   // reductions over dims
+  kReduce,   // reductions over dims, and cumsum (a scan along one dim)
   kLayout,   // reshape / permute / expand / slice / cat: data movement only
-  kIndex,    // gather / scatter along a dim by an index tensor
+  kIndex,    // gather / scatter along a dim by an index tensor (index_*, gather, scatter)
 };
 
 struct OpInfo {

@@ -91,6 +91,13 @@ InferResult infer_matmul(const Graph& g, OpKind kind, const std::vector<ValueId>
 InferResult infer_reduce(const Graph& g, OpKind kind, const std::vector<ValueId>& in,
                          const Attrs& attrs) {
   const TensorType& x = g.tensor(in[0]);
+  if (kind == OpKind::kCumsum) {  // a scan: same shape; integers accumulate in i64 (PyTorch)
+    auto dim = attrs.get_int("dim");
+    if (!dim) return fail(kind, "missing attribute dim");
+    if (norm_axis(*dim, std::max(x.rank(), 1)) < 0) return fail(kind, "dim out of range");
+    DType dtype = attrs.get_dtype("dtype").value_or(dtype_is_float(x.dtype) ? x.dtype : DType::kI64);
+    return {{dtype, x.shape}, ""};
+  }
   auto dims = attrs.get_ints("dims");
   if (!dims) return fail(kind, "missing attribute dims");
   int64_t keepdim = attrs.get_int("keepdim").value_or(0);
@@ -183,6 +190,26 @@ InferResult infer_layout(const Graph& g, OpKind kind, const std::vector<ValueId>
   }
 }
 
+// gather(x, idx) / scatter(x, idx, src) along axis a (torch.gather / torch.scatter): idx has x's
+// rank and, off the axis, dims no larger than x's; gather's result and scatter's src are shaped
+// like idx.
+InferResult infer_gather(const Graph& g, OpKind kind, const std::vector<ValueId>& in, int64_t a) {
+  const TensorType& x = g.tensor(in[0]);
+  const TensorType& idx = g.tensor(in[1]);
+  if ((idx.dtype != DType::kI64 && idx.dtype != DType::kI32) || idx.rank() != x.rank())
+    return fail(kind, "index must be an integer tensor of rank " + std::to_string(x.rank()) +
+                          ", got " + idx.to_string());
+  for (int d = 0; d < x.rank(); ++d)
+    if (d != a && idx.shape[d] != x.shape[d] && !provably_ge(x.shape[d], idx.shape[d]))
+      return fail(kind, "cannot prove index dim " + std::to_string(d) + " <= the operand's");
+  if (kind == OpKind::kGather) return {{x.dtype, idx.shape}, ""};
+  const TensorType& src = g.tensor(in[2]);
+  if (src.dtype != x.dtype || src.shape != idx.shape)
+    return fail(kind, "source must be " + TensorType{x.dtype, idx.shape}.to_string() + ", got " +
+                          src.to_string());
+  return {{x.dtype, x.shape}, ""};
+}
+
 InferResult infer_index(const Graph& g, OpKind kind, const std::vector<ValueId>& in,
                         const Attrs& attrs) {
   const TensorType& x = g.tensor(in[0]);
@@ -191,6 +218,7 @@ InferResult infer_index(const Graph& g, OpKind kind, const std::vector<ValueId>&
   if (!dim) return fail(kind, "missing attribute dim");
   int64_t a = norm_axis(*dim, x.rank());
   if (a < 0) return fail(kind, "dim out of range");
+  if (kind == OpKind::kGather || kind == OpKind::kScatter) return infer_gather(g, kind, in, a);
   if ((idx.dtype != DType::kI64 && idx.dtype != DType::kI32) || idx.rank() != 1)
     return fail(kind, "index must be a 1-D integer tensor, got " + idx.to_string());
   std::vector<SymExpr> picked = x.shape;
@@ -259,6 +287,11 @@ InferResult infer_type(const Graph& g, OpKind kind, const std::vector<ValueId>& 
       case OpCategory::kCreate: {
         auto dtype = attrs.get_dtype("dtype");
         if (!dtype) return fail(kind, "missing attribute dtype");
+        if (kind == OpKind::kSymConstant) {  // the value of a symbolic integer, as a rank-0 tensor
+          auto value = attrs.get_syms("value");
+          if (!value || value->size() != 1) return fail(kind, "value must be sym[one expression]");
+          return {{*dtype, {}}, ""};
+        }
         if (!attrs.get_float("value")) return fail(kind, "missing attribute value");
         if (kind == OpKind::kConstant) return {{*dtype, {}}, ""};
         auto shape = attrs.get_syms("shape");

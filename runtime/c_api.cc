@@ -10,9 +10,7 @@
 #include "runtime/dyngen.h"
 #include "runtime/executable_json.h"
 
-struct dg_graph {
-  dg::Graph graph;
-};
+#include "runtime/c_api_graph.h"
 struct dg_executable {
   std::shared_ptr<dg::Executable> exe;
   std::string key;
@@ -46,6 +44,8 @@ char* copy_string(const std::string& s) {
   return p;
 }
 }  // namespace
+
+int dg_capi_fail(int code, std::string message) { return fail(code, std::move(message)); }
 
 extern "C" {
 

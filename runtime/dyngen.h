@@ -95,6 +95,66 @@ int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_i
 void dg_get_stats(dg_stats* out);
 void dg_reset_stats(void);
 
+/* ---- Building graphs (One IR) ----------------------------------------------------------------
+ * A frontend builds a graph through these calls instead of writing graph.fb or text itself: the
+ * core types every node (ir/shape_infer.cc, the rules the text parser and the graph.fb loader
+ * apply) and owns the symbolic canonical form (ir/sym_expr.h). Symbolic expressions are handles
+ * (int32 >= 0) into the builder; two handles are equal exactly when their canonical expressions
+ * are. Values are the graph's value ids. An op is applied to the attributes set since the last
+ * op (dg_builder_attr_*). A call the IR refuses returns DG_ERR_INVALID_INPUT with the IR's
+ * message (e.g. "linear: inner dims differ: ..."). */
+typedef struct dg_builder dg_builder;
+
+int dg_builder_new(const char* name, dg_builder** out);
+void dg_builder_free(dg_builder* b);
+
+/* Expressions: a declared symbol with facts (value in [lo, hi], a multiple of divisor; lo/hi
+ * INT64_MIN/INT64_MAX are unbounded), a constant, or `op` applied to two expressions: "add",
+ * "sub", "mul", "floordiv", "mod", "max", "min", "ceildiv". */
+int dg_builder_symbol(dg_builder* b, const char* name, int64_t lo, int64_t hi, int64_t divisor,
+                      int32_t* expr);
+int dg_builder_const(dg_builder* b, int64_t value, int32_t* expr);
+int dg_builder_expr(dg_builder* b, const char* op, int32_t lhs, int32_t rhs, int32_t* expr);
+/* Sound bounds of an expression; is_const and is_symbol say whether it is a constant (its value
+ * in lo) or a bare symbol. */
+int dg_builder_expr_info(dg_builder* b, int32_t expr, int64_t* lo, int64_t* hi, int* is_const,
+                         int* is_symbol);
+/* *result = 1 if lhs >= rhs is proven for every value of the symbols, else 0. */
+int dg_builder_provably_ge(dg_builder* b, int32_t lhs, int32_t rhs, int* result);
+/* The expression in the text form (malloc'd; free with dg_free). */
+int dg_builder_expr_str(dg_builder* b, int32_t expr, char** out);
+/* Its value with symbols `names[i]` = values[i]; DG_ERR_INVALID_INPUT if one is unbound. */
+int dg_builder_expr_eval(dg_builder* b, int32_t expr, const char* const* names,
+                         const int64_t* values, int count, int64_t* out);
+
+/* Values. dims are expression handles. */
+int dg_builder_input(dg_builder* b, int32_t dtype, const int32_t* dims, int rank, int32_t* value);
+int dg_builder_sym_input(dg_builder* b, int32_t expr, int32_t* value);
+int dg_builder_attr_int(dg_builder* b, const char* name, int64_t value);
+int dg_builder_attr_float(dg_builder* b, const char* name, double value);
+int dg_builder_attr_ints(dg_builder* b, const char* name, const int64_t* values, int count);
+int dg_builder_attr_syms(dg_builder* b, const char* name, const int32_t* exprs, int count);
+int dg_builder_attr_dtype(dg_builder* b, const char* name, int32_t dtype);
+int dg_builder_op(dg_builder* b, const char* op, const int32_t* inputs, int count, int32_t* value);
+/* A value's type: dtype code, rank and dims (expression handles; at most DG_MAX_RANK). A
+ * symbolic-integer value has rank -1 and its expression in dims[0]. */
+int dg_builder_value_type(dg_builder* b, int32_t value, int32_t* dtype, int32_t* rank,
+                          int32_t dims[DG_MAX_RANK]);
+int dg_builder_output(dg_builder* b, int32_t value);
+/* The graph built so far, verified, as a dg_graph (the builder stays usable). */
+int dg_builder_finish(dg_builder* b, dg_graph** out);
+
+/* A builder holding a loaded graph (to read its symbols, inputs and types, or extend it), and
+ * what it holds: the declared symbols (expression handles) and the input value ids, in order.
+ * *count is the full number; at most `capacity` are written. */
+int dg_graph_to_builder(const dg_graph* g, dg_builder** out);
+int dg_builder_symbols(dg_builder* b, int32_t* exprs, int capacity, int* count);
+int dg_builder_inputs(dg_builder* b, int32_t* values, int capacity, int* count);
+int dg_builder_num_nodes(dg_builder* b, int* count);
+
+/* graph.fb bytes of a graph (malloc'd; free with dg_free). */
+int dg_graph_write_fb(const dg_graph* g, void** data, size_t* size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,7 +40,7 @@ import torch  # noqa: E402
 
 import dyngen  # noqa: E402
 from dyngen import _capi  # noqa: E402
-from dyngen.text import parse_graph_text  # noqa: E402
+from dyngen.ir import GraphBuilder  # noqa: E402
 
 SEED_GRAPH = REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir"
 
@@ -148,8 +148,8 @@ def main() -> None:
         text, _ = core_print(path.read_bytes())
     else:
         text = path.read_text()
-    graph = parse_graph_text(text)
-    exe = dyngen.compile_ir(graph, path.stem)  # graph.fb bytes -> dg_graph_load -> dg_compile
+    graph = GraphBuilder.from_text(text)  # parsed and typed by the core
+    exe = dyngen.compile_text(text, path.stem)  # dg_graph_load_text -> dg_compile
     module = small = None
     if path.resolve() == SEED_GRAPH.resolve():  # the module the graph was exported from
         from show_graphs import build_expert
@@ -178,7 +178,7 @@ def main() -> None:
     assert _capi.get_stats()["launches"] == launches_before, "a dry run launched kernels"
 
     d = describe(exe)
-    print(f"graph {path.name}: {len(graph.nodes)} IR nodes -> {len(d['kernels'])} kernels "
+    print(f"graph {path.name}: {graph.num_nodes()} IR nodes -> {len(d['kernels'])} kernels "
           f"(target {d.get('target')}); torch threads {args.threads}; medians per call")
     print(f"an empty ctypes call (free(NULL)) costs {empty_us:.2f} us")
     cols = ["tokens", "(a) python", "(b) ctypes", "C only", "(c) eager", "eager ops", "a/c",

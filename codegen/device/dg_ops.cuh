@@ -21,9 +21,12 @@ DG_DEVICE long long dg_wrap_index(long long ix, long long n) {
   if (ix < 0) ix += n;
   return (ix >= 0 && ix < n) ? ix : -1;
 }
+// Note [Out-of-range indices] (codegen/emit_index.cc): what a bad index poisons a result with.
+DG_DEVICE float dg_nan() { return __int_as_float(0x7fc00000); }
 
 // ---- conversions: storage -> compute type -> storage ------------------------------------------
 DG_DEVICE float dg_widen(dg_bf16 x) { return dg_bf16_to_float(x); }
+DG_DEVICE float dg_widen(dg_f16 x) { return dg_f16_to_float(x); }
 DG_DEVICE float dg_widen(float x) { return x; }
 DG_DEVICE double dg_widen(double x) { return x; }
 DG_DEVICE long long dg_widen(long long x) { return x; }
@@ -47,6 +50,13 @@ struct dg_narrow<dg_bf16> {
   DG_DEVICE static dg_bf16 from(From x) { return dg_float_to_bf16(static_cast<float>(x)); }
 };
 
+template <>
+struct dg_narrow<dg_f16> {
+  // double -> float -> f16, as c10::Half does.
+  template <class From>
+  DG_DEVICE static dg_f16 from(From x) { return dg_float_to_f16(static_cast<float>(x)); }
+};
+
 template <class To, class From>
 DG_DEVICE To dg_convert(From x) {
   return dg_narrow<To>::from(dg_widen(x));
@@ -67,6 +77,10 @@ DG_DEVICE float dg_pow(float x, float y) { return powf(x, y); }
 DG_DEVICE double dg_pow(double x, double y) { return pow(x, y); }
 DG_DEVICE float dg_erf(float x) { return erff(x); }
 DG_DEVICE double dg_erf(double x) { return erf(x); }
+DG_DEVICE float dg_sin(float x) { return sinf(x); }
+DG_DEVICE double dg_sin(double x) { return sin(x); }
+DG_DEVICE float dg_cos(float x) { return cosf(x); }
+DG_DEVICE double dg_cos(double x) { return cos(x); }
 
 template <class T>
 DG_DEVICE T dg_abs(T x) { return x < T(0) ? -x : x; }
@@ -80,6 +94,35 @@ template <class T>
 DG_DEVICE T dg_silu(T x) { return x / (T(1) + dg_exp(-x)); }
 template <class T>
 DG_DEVICE T dg_gelu(T x) { return T(0.5) * x * (T(1) + dg_erf(x * T(0.70710678118654752440))); }
+// sinc(x) = sin(pi x) / (pi x), 1 at 0 (torch.sinc).
+template <class T>
+DG_DEVICE T dg_sinc(T x) {
+  if (x == T(0)) return T(1);
+  T px = x * T(3.14159265358979323846);
+  return dg_sin(px) / px;
+}
+// The tanh approximation of gelu and the gradients of both forms, in PyTorch's formulation.
+template <class T>
+DG_DEVICE T dg_gelu_tanh(T x) {
+  const T beta = T(0.79788456080286535588), kappa = T(0.044715);
+  return T(0.5) * x * (T(1) + dg_tanh(beta * (x + kappa * x * x * x)));
+}
+template <class T>
+DG_DEVICE T dg_gelu_backward(T grad, T x) {
+  const T alpha = T(0.70710678118654752440), beta = T(0.39894228040143267794);
+  T cdf = T(0.5) * (T(1) + dg_erf(x * alpha));
+  T pdf = beta * dg_exp(T(-0.5) * x * x);
+  return grad * (cdf + x * pdf);
+}
+template <class T>
+DG_DEVICE T dg_gelu_tanh_backward(T grad, T x) {
+  const T beta = T(0.79788456080286535588), kappa = T(0.044715);
+  T x_sq = x * x;
+  T t = dg_tanh(beta * (x + kappa * x_sq * x));
+  T left = T(0.5) * x, right = T(1) + t;
+  T inner_derivative = beta * (T(1) + T(3) * kappa * x_sq);
+  return grad * (T(0.5) * right + left * (T(1) - t * t) * inner_derivative);
+}
 template <class T>
 DG_DEVICE T dg_silu_backward(T grad, T x) {
   T s = dg_sigmoid(x);

@@ -75,3 +75,52 @@ DG_DEVICE dg_u32 dg_float2_to_bf16x2(float lo, float hi) {
 
 DG_DEVICE float dg_bf16x2_lo(dg_u32 packed) { return dg_bits_as_float(packed << 16); }
 DG_DEVICE float dg_bf16x2_hi(dg_u32 packed) { return dg_bits_as_float(packed & 0xffff0000u); }
+
+// float16 as its 16 raw bits (IEEE binary16), like dg_bf16.
+struct alignas(2) dg_f16 {
+  dg_u16 bits;
+};
+
+// Note [f16 rounding]: float -> f16 rounds to nearest, ties to even, with overflow to infinity
+// and subnormals, as PyTorch (c10::Half) does; NaN stays NaN (quiet). The GPU uses the hardware
+// conversions, which round the same way.
+DG_DEVICE dg_u32 dg_shift_round_even(dg_u32 m, int shift) {
+  dg_u32 q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  return (rem > half || (rem == half && (q & 1u))) ? q + 1u : q;
+}
+
+DG_DEVICE dg_f16 dg_float_to_f16(float f) {
+#if defined(DG_ON_GPU)
+  dg_u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return dg_f16{h};
+#else
+  dg_u32 x = dg_float_as_bits(f);
+  dg_u32 sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return dg_f16{static_cast<dg_u16>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu))};
+  if (ax >= 0x477ff000u) return dg_f16{static_cast<dg_u16>(sign | 0x7c00u)};
+  if (ax >= 0x38800000u)
+    return dg_f16{static_cast<dg_u16>(sign | dg_shift_round_even(ax - 0x38000000u, 13))};
+  if (ax <= 0x33000000u) return dg_f16{static_cast<dg_u16>(sign)};
+  dg_u32 e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+  return dg_f16{static_cast<dg_u16>(sign | dg_shift_round_even(m, static_cast<int>(126 - e)))};
+#endif
+}
+
+// Exact: every f16 is a float.
+DG_DEVICE float dg_f16_to_float(dg_f16 h) {
+#if defined(DG_ON_GPU)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+  return f;
+#else
+  dg_u32 sign = static_cast<dg_u32>(h.bits & 0x8000u) << 16;
+  dg_u32 exp = (h.bits >> 10) & 0x1fu, mant = h.bits & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24
+    float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return dg_bits_as_float(sign | 0x7f800000u | (mant << 13));
+  return dg_bits_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+#endif
+}

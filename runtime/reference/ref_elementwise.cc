@@ -40,6 +40,21 @@ T float_unary(OpKind op, T x) {
       return x / (T(1) + std::exp(-x));
     case OpKind::kGelu:
       return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    case OpKind::kSin:
+      return std::sin(x);
+    case OpKind::kCos:
+      return std::cos(x);
+    case OpKind::kErf:
+      return std::erf(x);
+    case OpKind::kSinc: {
+      if (x == T(0)) return T(1);
+      T px = x * T(M_PI);
+      return std::sin(px) / px;
+    }
+    case OpKind::kGeluTanh: {
+      const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
+      return T(0.5) * x * (T(1) + std::tanh(beta * (x + kappa * x * x * x)));
+    }
     default:
       return std::numeric_limits<T>::quiet_NaN();
   }
@@ -69,6 +84,17 @@ T float_binary(OpKind op, T x, T y) {
     }
     case OpKind::kSigmoidBackward:
       return x * (T(1) - y) * y;
+    case OpKind::kGeluBackward: {  // x: grad, y: the input
+      T cdf = T(0.5) * (T(1) + std::erf(y * T(M_SQRT1_2)));
+      T pdf = T(M_2_SQRTPI * M_SQRT1_2 * 0.5) * std::exp(T(-0.5) * y * y);
+      return x * (cdf + y * pdf);
+    }
+    case OpKind::kGeluTanhBackward: {
+      const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
+      T t = std::tanh(beta * (y + kappa * y * y * y));
+      T inner_derivative = beta * (T(1) + T(3) * kappa * y * y);
+      return x * (T(0.5) * (T(1) + t) + T(0.5) * y * (T(1) - t * t) * inner_derivative);
+    }
     default:
       return nan;
   }
@@ -181,6 +207,16 @@ void run(const OpArgs& a, const std::vector<std::vector<int64_t>>& strides) {
 }  // namespace
 
 std::string eval_create(const OpArgs& a) {
+  if (a.node.op == OpKind::kSymConstant) {
+    std::vector<int64_t> v;
+    std::string error;
+    if (!eval_syms(*a.node.attrs.get_syms("value"), a.env, &v, &error)) return error;
+    if (dtype_is_float(a.out->dtype))
+      store_element<double>(*a.out, 0, static_cast<double>(v[0]));
+    else
+      store_element<int64_t>(*a.out, 0, v[0]);
+    return "";
+  }
   auto value = a.node.attrs.get_float("value");
   if (!value) return "missing attribute value";
   int64_t n = a.out->numel();

@@ -1,4 +1,5 @@
 // Reference for reductions over a set of dims: sum, mean and amax (Note [Reference semantics]).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -79,10 +80,47 @@ std::string reduce(const OpArgs& a, const std::vector<bool>& reduced) {
   return "";
 }
 
+// A running sum along one axis in the compute type, rounded to the result dtype at every element
+// (PyTorch's cumsum on the CPU).
+template <class T>
+std::string cumsum(const OpArgs& a, int64_t axis) {
+  const HostTensor& x = *a.in[0];
+  HostTensor& out = *a.out;
+  if (out.shape != x.shape) return "result shape mismatch";
+  std::vector<int64_t> lines = x.shape, strides = contiguous_strides(x.shape);
+  int64_t len = 1, step = 1;
+  if (!lines.empty()) {
+    len = lines[static_cast<size_t>(axis)];
+    step = strides[static_cast<size_t>(axis)];
+    lines[static_cast<size_t>(axis)] = 1;
+  }
+  for_each_index(lines, {strides}, {}, [&](int64_t, const int64_t* base) {
+    T acc = 0;
+    for (int64_t r = 0; r < len; ++r) {
+      T v = load_element<T>(x, base[0] + r * step);
+      if constexpr (std::is_same_v<T, int64_t>)
+        acc = static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+      else
+        acc += v;
+      store_element<T>(out, base[0] + r * step, acc);
+    }
+  });
+  return "";
+}
+
 }  // namespace
 
 std::string eval_reduce(const OpArgs& a) {
   const HostTensor& x = *a.in[0];
+  if (a.node.op == OpKind::kCumsum) {
+    int64_t axis = norm_axis(a.node.attrs.get_int("dim").value_or(0), std::max<int64_t>(x.rank(), 1));
+    if (axis < 0) return "bad dim for " + x.to_string();
+    switch (compute_of(a.out->dtype)) {
+      case Compute::kFloat: return cumsum<float>(a, axis);
+      case Compute::kDouble: return cumsum<double>(a, axis);
+      case Compute::kInt: return cumsum<int64_t>(a, axis);
+    }
+  }
   auto dims = a.node.attrs.get_ints("dims");
   if (!dims) return "missing attribute dims";
   std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);

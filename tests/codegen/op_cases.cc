@@ -1,5 +1,7 @@
 #include "tests/codegen/op_cases.h"
 
+#include <functional>
+
 namespace dg {
 
 namespace {
@@ -15,6 +17,101 @@ struct CaseBuilder {
     out->push_back({name, op, b.finish()});
   }
 };
+
+// The ops added for ThunderFX coverage, and float16 through every category.
+void add_issue10_cases(CaseBuilder& c) {
+  const SymExpr k24(24);
+  for (OpKind op : {OpKind::kSin, OpKind::kCos, OpKind::kErf, OpKind::kSinc, OpKind::kGeluTanh}) {
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      ValueId x = b.input(DType::kBF16, {n, k24});
+      b.output(b.op(op, {x}));
+      ValueId h = b.input(DType::kF16, {n, k24});
+      b.output(b.op(op, {h}));
+    });
+  }
+  c.add("sinc_at_zero", OpKind::kSinc, [&](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, k24});
+    ValueId zeros = b.op(OpKind::kRelu, {b.op(OpKind::kNeg, {b.op(OpKind::kAbs, {x})})});
+    b.output(b.op(OpKind::kSinc, {zeros}));  // exact zeros (and -0): sinc is 1 there
+  });
+  for (OpKind op : {OpKind::kGeluBackward, OpKind::kGeluTanhBackward}) {
+    c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
+      ValueId g = b.input(DType::kBF16, {n, k24});
+      ValueId x = b.input(DType::kBF16, {n, k24});
+      b.output(b.op(op, {g, x}));
+      ValueId y = b.input(DType::kF32, {k24});
+      b.output(b.op(op, {g, y}));  // promotion to f32 with broadcasting
+    });
+  }
+  c.add("cumsum", OpKind::kCumsum, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kBF16, {n, 6, 5});
+    b.output(b.op(OpKind::kCumsum, {x}, {{"dim", int64_t{0}}}));
+    b.output(b.op(OpKind::kCumsum, {x}, {{"dim", int64_t{-1}}, {"dtype", DType::kF32}}));
+    ValueId m = b.input(DType::kBool, {n});
+    b.output(b.op(OpKind::kCumsum, {m}, {{"dim", int64_t{0}}}));  // bool -> i64 counts
+  });
+  c.add("sym_constant", OpKind::kSymConstant, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF32, {n, 3});
+    ValueId count = b.op(OpKind::kSymConstant, {},
+                         {{"dtype", DType::kF32}, {"value", std::vector<SymExpr>{n * SymExpr(3)}}});
+    b.output(b.op(OpKind::kDiv, {x, count}));
+    b.output(b.op(OpKind::kSymConstant, {},
+                  {{"dtype", DType::kI64}, {"value", std::vector<SymExpr>{n - SymExpr(1)}}}));
+  });
+  c.add("index_copy", OpKind::kIndexCopy, [](GraphBuilder& b, SymExpr n) {
+    // A permutation of 0..n-1 (n-1 down to 0), so no index repeats.
+    ValueId x = b.input(DType::kBF16, {n, 12});
+    ValueId src = b.input(DType::kBF16, {n, 12});
+    ValueId ones = b.op(OpKind::kFull, {},
+                        {{"dtype", DType::kI64}, {"value", 1.0}, {"shape", std::vector<SymExpr>{n}}});
+    ValueId count = b.op(OpKind::kSymConstant, {},
+                         {{"dtype", DType::kI64}, {"value", std::vector<SymExpr>{n}}});
+    ValueId idx = b.op(OpKind::kSub, {count, b.op(OpKind::kCumsum, {ones}, {{"dim", int64_t{0}}})});
+    b.output(b.op(OpKind::kIndexCopy, {x, idx, src}, {{"dim", int64_t{0}}}));
+    ValueId xh = b.op(OpKind::kCast, {x}, {{"dtype", DType::kF16}});
+    ValueId sh = b.op(OpKind::kCast, {src}, {{"dtype", DType::kF16}});
+    b.output(b.op(OpKind::kIndexCopy, {xh, idx, sh}, {{"dim", int64_t{0}}}));
+  });
+  c.add("gather", OpKind::kGather, [](GraphBuilder& b, SymExpr n) {
+    // nll_loss's pick: x[i, target[i]].
+    ValueId x = b.input(DType::kF32, {n, 7});
+    ValueId t = b.input(DType::kI64, {n, 1});
+    b.output(b.op(OpKind::kGather, {x, t}, {{"dim", int64_t{1}}}));
+    ValueId y = b.input(DType::kBF16, {n, 4, 3});
+    ValueId u = b.input(DType::kI64, {n, 2, 3});
+    b.output(b.op(OpKind::kGather, {y, u}, {{"dim", int64_t{1}}}));
+  });
+  c.add("scatter", OpKind::kScatter, [](GraphBuilder& b, SymExpr n) {
+    // nll_loss_backward's placement: out[i, target[i]] = src[i] (one write per row).
+    ValueId x = b.input(DType::kF16, {n, 7});
+    ValueId t = b.input(DType::kI64, {n, 1});
+    ValueId src = b.input(DType::kF16, {n, 1});
+    b.output(b.op(OpKind::kScatter, {x, t, src}, {{"dim", int64_t{1}}}));
+  });
+  c.add("f16_elementwise", OpKind::kAdd, [&](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF16, {n, k24});
+    ValueId y = b.input(DType::kF16, {k24});
+    ValueId s = b.op(OpKind::kSilu, {b.op(OpKind::kMul, {x, y})});
+    b.output(b.op(OpKind::kAdd, {s, x}));
+    b.output(b.op(OpKind::kCast, {s, }, {{"dtype", DType::kBF16}}));
+    b.output(b.op(OpKind::kGt, {x, y}));
+    b.output(b.op(OpKind::kFull, {},
+                  {{"dtype", DType::kF16}, {"value", 65519.0}, {"shape", std::vector<SymExpr>{n}}}));
+  });
+  c.add("f16_linear_reduce_layout", OpKind::kLinear, [](GraphBuilder& b, SymExpr n) {
+    ValueId x = b.input(DType::kF16, {n, 40});
+    ValueId w = b.input(DType::kF16, {70, 40});
+    ValueId bias = b.input(DType::kF16, {70});
+    ValueId y = b.op(OpKind::kLinear, {x, w, bias});
+    b.output(y);
+    b.output(b.op(OpKind::kSum, {y}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", int64_t{0}}}));
+    b.output(b.op(OpKind::kPermute, {y}, {{"dims", std::vector<int64_t>{1, 0}}}));
+    ValueId rows = b.input(DType::kF16, {7, 40});
+    ValueId idx = b.input(DType::kI64, {n});
+    ValueId src = b.input(DType::kF16, {n, 40});
+    b.output(b.op(OpKind::kIndexAdd, {rows, idx, src}, {{"dim", int64_t{0}}}));
+  });
+}
 
 }  // namespace
 
@@ -149,6 +246,7 @@ std::vector<OpCase> all_op_cases() {
     ValueId sf = b.op(OpKind::kCast, {src}, {{"dtype", DType::kF32}});
     b.output(b.op(OpKind::kIndexAdd, {xf, idx, sf}, {{"dim", int64_t{0}}}));
   });
+  add_issue10_cases(c);
   return cases;
 }
 

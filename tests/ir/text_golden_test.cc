@@ -146,11 +146,26 @@ Graph build_one(OpKind kind) {
     case OpKind::kIndexSelect:
       out = b.op(kind, {x, b.input(DType::kI64, {s + 3})}, {{"dim", int64_t{0}}});
       break;
-    case OpKind::kIndexAdd: {
+    case OpKind::kIndexAdd:
+    case OpKind::kIndexCopy: {
       ValueId idx = b.input(DType::kI32, {5});
       out = b.op(kind, {x, idx, b.input(DType::kF32, {5, 8})}, {{"dim", int64_t{0}}});
       break;
     }
+    case OpKind::kGather:
+      out = b.op(kind, {x, b.input(DType::kI64, {s, 1})}, {{"dim", int64_t{1}}});
+      break;
+    case OpKind::kScatter: {
+      ValueId idx = b.input(DType::kI64, {s, 1});
+      out = b.op(kind, {x, idx, b.input(DType::kF32, {s, 1})}, {{"dim", int64_t{-1}}});
+      break;
+    }
+    case OpKind::kCumsum:
+      out = b.op(kind, {x}, {{"dim", int64_t{0}}, {"dtype", DType::kF64}});
+      break;
+    case OpKind::kSymConstant:
+      out = b.op(kind, {}, {{"dtype", DType::kF16}, {"value", std::vector<SymExpr>{3 * s - 1}}});
+      break;
     default:
       switch (op_info(kind).category) {
         case OpCategory::kUnary:

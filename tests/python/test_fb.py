@@ -1,6 +1,7 @@
-"""graph.fb from Python (dyngen/fb_writer.py): the core loads the bytes the frontend writes and sees
-the same graph as from the text form (same canonical hash, same print); malformed bytes are a
-clear InvalidGraph error, never a crash."""
+"""graph.fb from Python (the core's writer, through the builder of Note [One IR]): the core loads
+the bytes the frontend hands it and sees the same graph as from the text form (same canonical
+hash, same print); malformed bytes are a clear InvalidGraph error, never a crash."""
+import ctypes
 import random
 import re
 
@@ -11,17 +12,12 @@ import torch.nn.functional as F
 import dyngen
 import dyngen.aot
 from conftest import REPO
-from dyngen import _capi, fb_writer, runtime
-from dyngen._fb.Graph import Graph as FbGraph
-from dyngen.fb_writer import write_graph_fb
-from dyngen.ir import GraphBuilder, SymList
+from dyngen import _capi
+from dyngen._builder_api import lib as builder_lib
+from dyngen.ir import NEG_INF, GraphBuilder, SymList, floordiv, mod, sym_max, sym_min
 from dyngen.ops import DType
 from dyngen.options import options, set_options
-from dyngen.reference import ReferenceExecutable
-from dyngen.symbolic import NEG_INF, SymExpr, floordiv, mod, sym_max, sym_min
-from dyngen.text import parse_graph_text
 from helpers import Routed, build_expert, moe_tail, routed_inputs
-from test_ir import SEED as IR_SEED
 
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
 
@@ -33,7 +29,7 @@ def _library():
         pytest.skip("libdyngen.so is not built")
 
 
-def expr_graph() -> str:
+def expr_graph():
     """Exercises every expression kind, bounded and unbounded facts, divisors, two symbols, a
     symbolic-integer input holding a compound expression, and a -0.0 float attribute."""
     b = GraphBuilder("exprs-1.test")
@@ -44,7 +40,7 @@ def expr_graph() -> str:
     b.sym_input(s0 * s1 - 3 * s2 + 7)
     y = b.input(DType.F32, [sym_max(s0, s1), 16])
     r = b.op("reshape", [x], {"shape": SymList([s0 * s1])})
-    sl = b.op("slice", [r], {"dim": 0, "start": SymList([SymExpr(1)]), "end": SymList([s0 * s1]),
+    sl = b.op("slice", [r], {"dim": 0, "start": SymList([1]), "end": SymList([s0 * s1]),
                              "step": 3})
     f = b.op("full", [], {"dtype": DType.F32, "value": -0.0,
                           "shape": SymList([mod(s0, 5) + 1, sym_min(s0, s1), floordiv(s1, 3)])})
@@ -53,56 +49,27 @@ def expr_graph() -> str:
     cat = b.op("cat", [sl, sl], {"dim": 0})
     for v in (sl, f, z, cat):
         b.output(v)
-    return b.finish().to_text()
+    return b.finish()
 
 
-TEXTS = {"ir_seed": IR_SEED, "golden_seed": SEED_TEXT}
-
-
-@pytest.mark.parametrize("name", ["ir_seed", "golden_seed", "exprs"])
-def test_core_loads_python_fb_like_the_text(name):
+def test_core_loads_python_fb_like_the_text():
     _library()
-    text = TEXTS[name] if name in TEXTS else expr_graph()
-    fb = write_graph_fb(parse_graph_text(text))
-    printed, key = _capi.core_print(fb)
-    text_printed, text_key = _capi.core_print(text)
+    g = expr_graph()
+    printed, key = _capi.core_print(g.fb)
+    text_printed, text_key = _capi.core_print(g.text)
     assert key == text_key
-    assert printed == text == text_printed
-
-
-def test_python_reads_back_what_it_wrote():
-    """The generated `_fb` code reads the bytes (no library needed)."""
-    g = parse_graph_text(expr_graph())
-    buf = write_graph_fb(g)
-    assert FbGraph.GraphBufferHasIdentifier(buf, 0)
-    root = FbGraph.GetRootAs(buf, 0)
-    assert root.Version() == fb_writer.SCHEMA_VERSION
-    assert root.Name().decode() == "exprs-1.test"
-    assert [root.Symbols(i).Name().decode() for i in range(root.SymbolsLength())] == [
-        "s0", "tok", "d"]
-    assert root.Symbols(2).LoUnbounded() and root.Symbols(1).Divisor() == 8
-    assert root.ValuesLength() == len(g.values) and root.NodesLength() == len(g.nodes)
-    assert [root.Inputs(i) for i in range(root.InputsLength())] == g.inputs
-    for i in range(root.ExprsLength()):  # operands only point backwards
-        e = root.Exprs(i)
-        assert all(e.Operands(k) < i for k in range(e.OperandsLength()))
-
-
-def test_schema_constants_match_the_core():
-    loader_h = (REPO / "ir" / "fb_loader.h").read_text()
-    fbs = (REPO / "ir" / "graph.fbs").read_text()
-    version = re.search(r"kGraphFbVersion = (\d+);", loader_h).group(1)
-    assert int(version) == fb_writer.SCHEMA_VERSION
-    identifier = re.search(r'file_identifier "(\w+)";', fbs).group(1)
-    assert identifier.encode() == fb_writer.FILE_IDENTIFIER
-
-
-def test_writer_refuses_undeclared_symbols():
-    b = GraphBuilder("g")
-    x = b.input(DType.F32, [SymExpr.symbol("s9", 2)])  # never declared with b.symbol
-    b.output(b.op("neg", [x]))
-    with pytest.raises(fb_writer.FbWriteError, match="symbol s9 is used but not declared"):
-        write_graph_fb(b.finish())
+    assert printed == g.text == text_printed
+    # The golden seed text: loaded as text, written as graph.fb by the core, loaded back.
+    lib = builder_lib()
+    seed = _capi.load_graph(SEED_TEXT)
+    try:
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        assert lib.dg_graph_write_fb(seed, ctypes.byref(p), ctypes.byref(n)) == 0
+        fb = ctypes.string_at(p, n.value)
+        lib.dg_free(p)
+    finally:
+        lib.dg_graph_free(seed)
+    assert _capi.core_print(fb) == _capi.core_print(SEED_TEXT)
 
 
 # ---- exported graphs: DYNGEN_DUMP writes graph.fb and the text; the core agrees on both ------
@@ -131,12 +98,8 @@ def mixer(x, w, b, g):
 def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
     """The seed (routed LoRA expert, forward and backward), the MoE gather/scatter (forward and
     backward) and a broad op mix: for each exported graph the dumped graph.fb loads in the core
-    with the text form's hash, and the core prints it back as the frontend's text. (The graphs
-    run on the reference executor here: this is about the format, not about compiling.)"""
+    with the text form's hash, and the core prints it back as the dumped text."""
     _library()
-    monkeypatch.setattr(runtime, "compile_ir",
-                        lambda graph, name="graph", text=None, fb=None:
-                        ReferenceExecutable(text or graph.to_text()))
     torch.manual_seed(0)
     expert = build_expert(64, 32, 4, 8)
     seed = torch.compile(Routed(expert), backend=dyngen.aot.backend, dynamic=True)
@@ -172,7 +135,7 @@ def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
 
 def test_malformed_bytes_are_a_clear_error():
     _library()
-    good = write_graph_fb(parse_graph_text(SEED_TEXT))
+    good = expr_graph().fb
     cases = {
         b"": "empty file",
         b"not a graph at all": "no \"DGIR\" file identifier",
@@ -190,26 +153,11 @@ def test_malformed_bytes_are_a_clear_error():
         _capi.load_graph(42)
 
 
-def test_semantically_invalid_fb_is_refused(monkeypatch):
-    _library()
-    g = parse_graph_text(SEED_TEXT)
-    g.values[g.nodes[0].output].type = g.values[g.inputs[0]].type  # wrong result type
-    with pytest.raises(dyngen.InvalidGraph, match="invalid graph"):
-        _capi.core_print(write_graph_fb(g))
-    g = parse_graph_text(SEED_TEXT)
-    g.nodes[0].inputs[0] = 999  # a value id out of range
-    with pytest.raises(dyngen.InvalidGraph, match="out of range"):
-        _capi.core_print(write_graph_fb(g))
-    monkeypatch.setattr(fb_writer, "SCHEMA_VERSION", 99)  # a newer writer than this core
-    with pytest.raises(dyngen.InvalidGraph, match="schema version 99"):
-        _capi.core_print(write_graph_fb(parse_graph_text(SEED_TEXT)))
-
-
 def test_mutated_bytes_never_crash():
     """Random byte flips, truncations and splices of a valid graph.fb: each one loads (and then
     prints and hashes) or is refused with InvalidGraph."""
     _library()
-    good = write_graph_fb(parse_graph_text(expr_graph()))
+    good = expr_graph().fb
     rng = random.Random(1234)
     refused = 0
     for _ in range(400):

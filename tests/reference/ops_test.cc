@@ -34,6 +34,15 @@ void add_unary_cases(std::vector<OpCase>& cases) {
       {OpKind::kSigmoid, [](double x) { return sigmoid(x); }, false},
       {OpKind::kSilu, [](double x) { return x * sigmoid(x); }, false},
       {OpKind::kGelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, false},
+      {OpKind::kSin, [](double x) { return std::sin(x); }, false},
+      {OpKind::kCos, [](double x) { return std::cos(x); }, false},
+      {OpKind::kErf, [](double x) { return std::erf(x); }, false},
+      {OpKind::kSinc, [](double x) { return std::sin(M_PI * x) / (M_PI * x); }, false},
+      {OpKind::kGeluTanh,
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       },
+       false},
   };
   for (const U& u : table) {
     cases.push_back({u.op, "f32", [u] {
@@ -88,6 +97,19 @@ void add_binary_cases(std::vector<OpCase>& cases) {
       {OpKind::kSiluBackward,
        [](double g, double x) { return g * sigmoid(x) * (1 + x * (1 - sigmoid(x))); }},
       {OpKind::kSigmoidBackward, [](double g, double y) { return g * y * (1 - y); }},
+      {OpKind::kGeluBackward,  // d/dx x * Phi(x) = Phi(x) + x * phi(x)
+       [](double g, double x) {
+         return g * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                     x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI));
+       }},
+      {OpKind::kGeluTanhBackward,  // by a central difference of the tanh form
+       [](double g, double x) {
+         auto f = [](double v) {
+           return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+         };
+         const double h = 1e-6;
+         return g * (f(x + h) - f(x - h)) / (2 * h);
+       }},
   };
   for (const B& bin : table) {
     cases.push_back(
@@ -216,6 +238,7 @@ std::vector<OpCase> all_cases() {
   add_compare_cases(cases);
   add_create_cast_cases(cases);
   add_structural_cases(cases);
+  add_issue10_cases(cases);
   return cases;
 }
 

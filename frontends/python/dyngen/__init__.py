@@ -4,8 +4,8 @@
     model = dyngen.thunderfx.compile(model)   # ThunderFX, with dynamic graphs going to dyngen
     dyngen.stats()                            # what was compiled, cached, or ran eagerly
 
-Modules: export (FX -> IR), ir / text / fb_writer (the IR, its text form, graph.fb), runtime (the
-executor seam: capi or reference), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
+Modules: export (FX -> IR), ir (graphs built through the core's C API: Note [One IR]), runtime (the
+executor seam), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
 `dyngen.thunderfx` imports Thunder, so it is loaded on first use.
 """
 from .errors import ExportError, InvalidGraph, LaunchError, LibraryNotFound, Unsupported

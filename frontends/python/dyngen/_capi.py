@@ -2,7 +2,7 @@
 
 The library is found at $DYNGEN_LIB, else <repo>/build/libdyngen.so, else next to this package.
 Every function returns DG_OK or an error code with a message from dg_last_error().
-Graphs reach the core as graph.fb bytes (fb_writer.py, `dg_graph_load`); the IR text form
+Graphs reach the core as graph.fb bytes (the core's writer, `dg_graph_load`); the IR text form
 (`dg_graph_load_text`) is accepted too, for debugging and for comparing the two.
 """
 from __future__ import annotations

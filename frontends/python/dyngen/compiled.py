@@ -19,8 +19,7 @@ class CompiledGraph:
         self.name = name
         self.exe = None
         if exported.graph.outputs:
-            fb = exported.fb if runtime.executor_kind() == "capi" else None
-            self.exe = runtime.compile_ir(exported.graph, name, text=exported.text, fb=fb)
+            self.exe = runtime.compile_ir(exported.graph, name)
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -33,7 +32,7 @@ class CompiledGraph:
             else:
                 ins.append(int(x))
         outs = self.exe.run(ins) if self.exe is not None else []
-        bind = runtime.bind_symbols(ex.graph, ins) if self._needs_bind else {}
+        bind = ex.graph.bind_symbols(ins) if self._needs_bind else {}
         leaves = []
         for o in ex.outputs:
             if o.kind == "ir":

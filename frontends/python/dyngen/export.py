@@ -6,7 +6,7 @@ expression becomes an IR SymExpr, with the sympy symbols renamed s0, s1, ... in 
 appearance among the inputs and their facts taken from the ShapeEnv (Dynamo: [2, inf]).
 
 Note [Export checks every node against PyTorch]
-Each IR node is typed by the IR's own rules (shape_infer.py). The exporter compares that type to
+Each IR node is typed by the core as it is built (Note [One IR] in ir.py). The exporter compares that type to
 the node's FakeTensor (dtype and every dim) and raises ExportError on any difference, so an IR
 graph that exports is one whose typing agrees with PyTorch's, op by op.
 
@@ -27,9 +27,10 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from .errors import ExportError, Unsupported
-from .ir import Graph, GraphBuilder, IRTypeError, TensorType
+from .ir import (NEG_INF, POS_INF, Graph, GraphBuilder, IRTypeError, SymExpr, TensorType,
+                 ceildiv, floordiv, mod, sym_max, sym_min)
+from .lowering_sym import SymBool
 from .ops import DType
-from .symbolic import POS_INF, NEG_INF, SymExpr, ceildiv, floordiv, mod, sym_max, sym_min
 
 
 @dataclass(frozen=True)
@@ -63,16 +64,15 @@ class Exported:
     num_placeholders: int
     symbol_names: dict[str, str] = field(default_factory=dict)  # IR name -> sympy name
 
-    @functools.cached_property
+    @property
     def text(self) -> str:
-        """The IR text form (debugging, dumps, the reference executor)."""
-        return self.graph.to_text()
+        """The IR text form, printed by the core (debugging, dumps)."""
+        return self.graph.text
 
-    @functools.cached_property
+    @property
     def fb(self) -> bytes:
-        """graph.fb bytes: what the C core loads (Note [Python graph.fb writer])."""
-        from .fb_writer import write_graph_fb
-        return write_graph_fb(self.graph)
+        """graph.fb bytes, written by the core (Note [One IR] in ir.py)."""
+        return self.graph.fb
 
     @functools.cached_property
     def key(self) -> str:
@@ -152,7 +152,7 @@ class _Exporter:
         if isinstance(v, bool):
             raise Unsupported("a bool where an integer is expected")
         if isinstance(v, int):
-            return SymExpr(v)
+            return self.b.const(v)
         if isinstance(v, SymExpr):
             return v
         if isinstance(v, torch.SymInt):
@@ -162,7 +162,7 @@ class _Exporter:
     def _from_sympy(self, e) -> SymExpr:
         import sympy
         if e.is_Integer:
-            return SymExpr(int(e))
+            return self.b.const(int(e))
         if e.is_Symbol:
             if e not in self.sym_of:
                 raise Unsupported(f"symbol {e} is not bound by any graph input "
@@ -171,12 +171,12 @@ class _Exporter:
         cls = type(e).__name__
         args = [self._from_sympy(a) for a in e.args] if cls != "Pow" else None
         if isinstance(e, sympy.Add):
-            r = SymExpr(0)
+            r = self.b.const(0)
             for a in args:
                 r = r + a
             return r
         if isinstance(e, sympy.Mul):
-            r = SymExpr(1)
+            r = self.b.const(1)
             for a in args:
                 r = r * a
             return r
@@ -184,7 +184,7 @@ class _Exporter:
             base, exp = e.args
             if not (exp.is_Integer and int(exp) >= 0):
                 raise Unsupported(f"symbolic expression {e}")
-            r, x = SymExpr(1), self._from_sympy(base)
+            r, x = self.b.const(1), self._from_sympy(base)
             for _ in range(int(exp)):
                 r = r * x
             return r
@@ -196,6 +196,15 @@ class _Exporter:
                 r = fns[cls](r, a)
             return r
         raise Unsupported(f"symbolic expression {e} ({cls})")
+
+    _RELATIONS = {"StrictGreaterThan": "gt", "GreaterThan": "ge", "StrictLessThan": "lt",
+                  "LessThan": "le", "Equality": "eq", "Unequality": "ne"}
+
+    def _symbool_from_sympy(self, e) -> SymBool:
+        op = self._RELATIONS.get(type(e).__name__)
+        if op is None:
+            raise Unsupported(f"symbolic boolean {e}")
+        return SymBool(op, self._from_sympy(e.lhs), self._from_sympy(e.rhs))
 
     def shape(self, v) -> tuple:
         return tuple(self.sym(d) for d in v.shape)
@@ -273,6 +282,8 @@ class _Exporter:
             self._declare_from(leaf)
 
     def _probe_operand(self, a: torch.fx.Node, v):
+        if isinstance(v, torch.SymBool):
+            return self._symbool_from_sympy(v.node.expr)
         if isinstance(v, torch.Tensor):
             return Ref(self.b.input(dtype_of(v.dtype, f"operand {a.name}"), self.shape(v)))
         if isinstance(v, torch.SymInt):
@@ -284,7 +295,7 @@ class _Exporter:
     def _check_bindable(self) -> None:
         """Every symbol must be a whole input dim or a sym input somewhere: that is where a call
         binds it (runtime.bind_symbols, dg_prepare)."""
-        g = self.b.graph
+        g = self.b
         whole = set()
         for vid in g.inputs:
             v = g.values[vid]
@@ -302,7 +313,7 @@ class _Exporter:
             obj = getattr(obj, part)
         if not isinstance(obj, torch.Tensor):
             raise Unsupported(f"op get_attr ({n.target}: {type(obj).__name__})")
-        vid = self.b.input(dtype_of(obj.dtype, n.target), tuple(SymExpr(d) for d in obj.shape))
+        vid = self.b.input(dtype_of(obj.dtype, n.target), tuple(obj.shape))
         self.inputs.append(InputSpec("attr", tensor=obj))
         return Ref(vid)
 
@@ -310,10 +321,10 @@ class _Exporter:
         """Note [Export checks every node against PyTorch]."""
         v = meta_val(n)
         if isinstance(result, Ref) and isinstance(v, torch.Tensor):
-            t = self.b.graph.tensor(result.vid)
+            t = self.b.tensor(result.vid)
             want_dtype = DType.from_torch(v.dtype)
             want_shape = self.shape(v)
-            if t.dtype != want_dtype or not _same_shape(t.shape, want_shape):
+            if t.dtype != want_dtype or not _same_shape(t.shape, want_shape, self.b.symbols):
                 raise ExportError(f"node {n.name} ({n.target}): the IR gives {t}, PyTorch gives "
                                   f"{TensorType(want_dtype or t.dtype, want_shape)}")
 
@@ -331,7 +342,7 @@ class _Exporter:
                     ir_out[v.vid] = len(ir_out)
                     self.b.output(v.vid)
                 outputs.append(OutputSpec("ir", ir_out[v.vid]))
-            elif isinstance(v, SymExpr):
+            elif isinstance(v, (SymExpr, SymBool)):  # evaluated from the call's symbols
                 outputs.append(OutputSpec("sym", sym=v))
             elif v is None or isinstance(v, (bool, int, float)):
                 outputs.append(OutputSpec("const", value=v))
@@ -361,14 +372,15 @@ def _symints(v):
 _SAMPLES = (2, 3, 5, 7, 16, 17, 64, 1000, 4099)
 
 
-def _same_shape(a: tuple, b: tuple) -> bool:
-    """Equal dims; dims written differently are compared by evaluating them at sample points."""
+def _same_shape(a: tuple, b: tuple, symbols: list) -> bool:
+    """Equal dims (the core's canonical forms); dims whose forms differ (PyTorch's expression may
+    not simplify as far) are compared by evaluating them at sample points."""
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if x == y:
             continue
-        names = {s.name for s in x.free_symbols() + y.free_symbols()}
+        names = {s.name for s in symbols}
         for k, v in enumerate(_SAMPLES):
             bind = {n: _SAMPLES[(k + j) % len(_SAMPLES)] for j, n in enumerate(sorted(names))}
             if x.evaluate(bind) != y.evaluate(bind):

@@ -1,26 +1,195 @@
-"""The in-Python dyngen IR: a mirror of ir/graph.h with its builder and the text printer.
+"""The IR as the frontend sees it: a graph built through the core's C API (One IR).
 
-A Graph holds declared symbols (with facts), SSA values (tensors or symbolic integers), nodes in
-topological order, inputs and outputs. GraphBuilder types every node with the C++ typing rules
-(dyngen/shape_infer.py mirrors ir/shape_infer.cc), so a graph the frontend builds is one the C++
-verifier accepts. `Graph.to_text()` prints Note [IR text form] of ir/text_format.h exactly as
-`dg::print_graph` does (see Note [SymExpr mirror] in symbolic.py).
+Note [One IR]
+The IR's semantics live in C++ only: the op catalog (ir/ops.def), type inference
+(ir/shape_infer.cc), the symbolic canonical form (ir/sym_expr.cc), the text form and graph.fb.
+GraphBuilder forwards every symbol, input and op to the core's builder (runtime/dyngen.h,
+"Building graphs") and reads each node's type back; SymExpr is a handle to an expression the
+core canonicalized (arithmetic, bounds, proofs and printing are C calls), so two SymExprs of one
+graph are equal exactly when the core's canonical forms are. `Graph.text` and `Graph.fb` are the
+core's printer and graph.fb writer. Python keeps only what it needs to call a graph: each input's
+type and the symbols, as handles.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import ctypes
+import functools
+from dataclasses import dataclass
 from typing import Union
 
 from .ops import DType
-from .symbolic import POS_INF, SymExpr, bound_str
+
+NEG_INF = -(2**63)
+POS_INF = 2**63 - 1
+_MAX_RANK = 8
+
+
+class IRTypeError(ValueError):
+    """An op applied to operands it does not accept (the message is the core's)."""
 
 
 class SymList(tuple):
-    """An attribute holding symbolic integers (shape-like): printed `sym[s0, 2048]`."""
+    """An attribute holding symbolic integers (shape-like): `sym[s0, 2048]` in the text form."""
 
 
-# An attribute value: int, float, DType, tuple of ints (axes) or SymList (shape-like).
 AttrValue = Union[int, float, DType, tuple, SymList]
+
+
+def _api():
+    from ._builder_api import lib
+    return lib()
+
+
+def _last_error(lib) -> str:
+    return (lib.dg_last_error() or b"").decode(errors="replace")
+
+
+class _Builder:
+    """Owns one dg_builder; every call checks its status (IRTypeError for what the IR refuses)."""
+
+    def __init__(self, name: str, graph_handle=None):
+        self.lib = _api()
+        p = ctypes.c_void_p()
+        if graph_handle is None:
+            self._call("dg_builder_new", name.encode(), ctypes.byref(p))
+        else:
+            self._call("dg_graph_to_builder", graph_handle, ctypes.byref(p))
+        self.ptr = p
+
+    def _call(self, fn: str, *args) -> None:
+        rc = getattr(self.lib, fn)(*args)
+        if rc == 2:  # DG_ERR_INVALID_INPUT: the IR refused the request
+            raise IRTypeError(_last_error(self.lib))
+        if rc != 0:
+            raise RuntimeError(f"{fn} failed (code {rc}): {_last_error(self.lib)}")
+
+    def call(self, fn: str, *args) -> None:
+        self._call(fn, self.ptr, *args)
+
+    def out32(self, fn: str, *args) -> int:
+        r = ctypes.c_int32()
+        self.call(fn, *args, ctypes.byref(r))
+        return r.value
+
+    def __del__(self):
+        if getattr(self, "ptr", None):
+            self.lib.dg_builder_free(self.ptr)
+            self.ptr = None
+
+
+class SymExpr:
+    """A symbolic integer expression of one graph: a handle into the core's builder."""
+
+    def __init__(self, builder: _Builder, handle: int):
+        self._b, self.h = builder, handle
+
+    def _lift(self, other) -> "SymExpr":
+        if isinstance(other, SymExpr):
+            if other._b is not self._b:
+                raise ValueError("expressions of two different graphs")
+            return other
+        if isinstance(other, bool) or not isinstance(other, int):
+            raise TypeError(f"not a symbolic integer: {other!r}")
+        return SymExpr(self._b, self._b.out32("dg_builder_const", other))
+
+    def _op(self, op: str, a, b) -> "SymExpr":
+        a, b = self._lift(a), self._lift(b)
+        return SymExpr(self._b, self._b.out32("dg_builder_expr", op.encode(), a.h, b.h))
+
+    def __add__(self, o):
+        return self._op("add", self, o)
+
+    def __radd__(self, o):
+        return self._op("add", o, self)
+
+    def __sub__(self, o):
+        return self._op("sub", self, o)
+
+    def __rsub__(self, o):
+        return self._op("sub", o, self)
+
+    def __mul__(self, o):
+        return self._op("mul", self, o)
+
+    def __rmul__(self, o):
+        return self._op("mul", o, self)
+
+    def __neg__(self):
+        return self._op("sub", 0, self)
+
+    def __eq__(self, other):
+        if isinstance(other, SymExpr):
+            return other._b is self._b and other.h == self.h
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self.as_const() == other
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((id(self._b), self.h))
+
+    @functools.cached_property
+    def _info(self) -> tuple[int, int, bool, bool]:
+        lo, hi, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
+        self._b.call("dg_builder_expr_info", self.h, ctypes.byref(lo), ctypes.byref(hi),
+                     ctypes.byref(c), ctypes.byref(s))
+        return lo.value, hi.value, bool(c.value), bool(s.value)
+
+    def bounds(self) -> tuple[int, int]:
+        return self._info[0], self._info[1]
+
+    def as_const(self) -> int | None:
+        return self._info[0] if self._info[2] else None
+
+    def is_symbol(self) -> bool:
+        return self._info[3]
+
+    @property
+    def name(self) -> str:
+        """A symbol's name (its printed form)."""
+        return str(self)
+
+    def evaluate(self, bind: dict[str, int]) -> int | None:
+        names = (ctypes.c_char_p * max(len(bind), 1))(*[k.encode() for k in bind])
+        values = (ctypes.c_int64 * max(len(bind), 1))(*bind.values())
+        out = ctypes.c_int64()
+        rc = self._b.lib.dg_builder_expr_eval(self._b.ptr, self.h, names, values, len(bind),
+                                              ctypes.byref(out))
+        return out.value if rc == 0 else None
+
+    def __str__(self) -> str:
+        p = ctypes.c_void_p()
+        self._b.call("dg_builder_expr_str", self.h, ctypes.byref(p))
+        s = ctypes.string_at(p).decode()
+        self._b.lib.dg_free(p)
+        return s
+
+    def __repr__(self) -> str:
+        return f"SymExpr({self})"
+
+
+def _sym_fn(op: str):
+    def f(a, b) -> SymExpr:
+        x = a if isinstance(a, SymExpr) else b
+        if not isinstance(x, SymExpr):
+            raise TypeError(f"{op} needs a symbolic operand")
+        return x._op(op, a, b)
+    f.__name__ = op
+    return f
+
+
+floordiv, mod, ceildiv = _sym_fn("floordiv"), _sym_fn("mod"), _sym_fn("ceildiv")
+sym_max, sym_min = _sym_fn("max"), _sym_fn("min")
+
+
+def provably_ge(a, b) -> bool:
+    """a >= b for every value of the symbols, as the core proves it."""
+    if not isinstance(a, SymExpr) and not isinstance(b, SymExpr):
+        return a >= b
+    x = a if isinstance(a, SymExpr) else b
+    a, b = x._lift(a), x._lift(b)
+    r = ctypes.c_int()
+    x._b.call("dg_builder_provably_ge", a.h, b.h, ctypes.byref(r))
+    return bool(r.value)
 
 
 @dataclass(frozen=True)
@@ -32,12 +201,6 @@ class TensorType:
     def rank(self) -> int:
         return len(self.shape)
 
-    def numel(self) -> SymExpr:
-        n = SymExpr(1)
-        for d in self.shape:
-            n = n * d
-        return n
-
     def __str__(self) -> str:
         return f"{self.dtype.text}[{', '.join(str(d) for d in self.shape)}]"
 
@@ -46,146 +209,184 @@ class TensorType:
 class Value:
     type: TensorType | None = None  # tensors
     sym: SymExpr | None = None      # symbolic-integer inputs: the integer the value holds
-    producer: int = -1              # index of the producing node; -1 for graph inputs
 
     @property
     def is_sym(self) -> bool:
         return self.sym is not None
 
 
-@dataclass
-class Node:
-    op: str
-    inputs: list[int]
-    attrs: dict[str, AttrValue]
-    output: int
-
-
-@dataclass
 class Graph:
-    name: str = "graph"
-    symbols: list[SymExpr] = field(default_factory=list)
-    values: list[Value] = field(default_factory=list)
-    inputs: list[int] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
-    outputs: list[int] = field(default_factory=list)
+    """A finished graph: the core's dg_graph plus, for calling it, the inputs' types."""
+
+    def __init__(self, builder: "GraphBuilder", handle):
+        self._builder = builder  # keeps the expression handles alive
+        self._handle = handle
+        self.name = builder.name
+        self.symbols = list(builder.symbols)
+        self.values = builder.values
+        self.inputs = list(builder.inputs)
+        self.outputs = list(builder.outputs)
 
     def tensor(self, vid: int) -> TensorType:
-        t = self.values[vid].type
-        if t is None:
-            raise TypeError(f"%{vid} is not a tensor")
-        return t
+        return self._builder.tensor(vid)
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The core's text form (dg_graph_print)."""
+        lib = self._builder.b.lib
+        p = ctypes.c_void_p()
+        self._builder.b._call("dg_graph_print", self._handle, ctypes.byref(p))
+        s = ctypes.string_at(p).decode()
+        lib.dg_free(p)
+        return s
 
     def to_text(self) -> str:
-        return print_graph(self)
+        return self.text
 
+    @functools.cached_property
+    def fb(self) -> bytes:
+        """graph.fb bytes from the core's writer (dg_graph_write_fb)."""
+        lib = self._builder.b.lib
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        self._builder.b._call("dg_graph_write_fb", self._handle, ctypes.byref(p), ctypes.byref(n))
+        data = ctypes.string_at(p, n.value)
+        lib.dg_free(p)
+        return data
 
-class IRTypeError(ValueError):
-    """An op applied to operands it does not accept (the message is the C++ one)."""
+    def bind_symbols(self, inputs: list) -> dict[str, int]:
+        """Symbol values read off the call's inputs where a dim (or sym input) is a bare symbol
+        (the core checks everything else when it runs the graph)."""
+        bind: dict[str, int] = {}
+        for vid, x in zip(self.inputs, inputs):
+            v = self.values[vid]
+            pairs = [(v.sym, int(x))] if v.is_sym else list(zip(v.type.shape, x.shape))
+            for e, n in pairs:
+                if e.is_symbol():
+                    bind.setdefault(e.name, int(n))
+        return bind
+
+    def __del__(self):
+        h = getattr(self, "_handle", None)
+        if h:
+            self._builder.b.lib.dg_graph_free(h)
+            self._handle = None
 
 
 class GraphBuilder:
-    """Builds a graph node by node, typing each result like dg::GraphBuilder."""
+    """Builds a graph node by node through the core, which types each result."""
 
     def __init__(self, name: str = "graph"):
-        self.graph = Graph(name=name)
+        self.name = name
+        self.b = _Builder(name)
+        self.symbols: list[SymExpr] = []
+        self.values: dict[int, Value] = {}
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def const(self, v: int) -> SymExpr:
+        return SymExpr(self.b, self.b.out32("dg_builder_const", int(v)))
+
+    def sym(self, v) -> SymExpr:
+        return v if isinstance(v, SymExpr) else self.const(v)
 
     def symbol(self, name: str, lo: int = 2, hi: int = POS_INF, divisor: int = 1) -> SymExpr:
-        s = SymExpr.symbol(name, lo, hi, divisor)
-        self.graph.symbols.append(s)
+        s = SymExpr(self.b, self.b.out32("dg_builder_symbol", name.encode(), lo, hi, divisor))
+        self.symbols.append(s)
         return s
 
     def input(self, dtype: DType, shape) -> int:
-        shape = tuple(d if isinstance(d, SymExpr) else SymExpr(d) for d in shape)
-        return self._add_input(Value(type=TensorType(dtype, shape)))
+        dims = [self.sym(d).h for d in shape]
+        arr = (ctypes.c_int32 * max(len(dims), 1))(*dims)
+        vid = self.b.out32("dg_builder_input", dtype.value, arr, len(dims))
+        self.values[vid] = Value(type=TensorType(dtype, tuple(self.sym(d) for d in shape)))
+        self.inputs.append(vid)
+        return vid
 
     def sym_input(self, value: SymExpr) -> int:
-        return self._add_input(Value(sym=value))
-
-    def _add_input(self, v: Value) -> int:
-        self.graph.values.append(v)
-        vid = len(self.graph.values) - 1
-        self.graph.inputs.append(vid)
+        vid = self.b.out32("dg_builder_sym_input", self.sym(value).h)
+        self.values[vid] = Value(sym=self.sym(value))
+        self.inputs.append(vid)
         return vid
+
+    def _attr(self, name: str, v: AttrValue) -> None:
+        key = name.encode()
+        if isinstance(v, bool):
+            raise TypeError("bool attributes are not part of the IR; use 0/1")
+        if isinstance(v, DType):
+            self.b.call("dg_builder_attr_dtype", key, v.value)
+        elif isinstance(v, SymList):
+            hs = [self.sym(e).h for e in v]
+            self.b.call("dg_builder_attr_syms", key, (ctypes.c_int32 * max(len(hs), 1))(*hs),
+                        len(hs))
+        elif isinstance(v, (tuple, list)):
+            self.b.call("dg_builder_attr_ints", key,
+                        (ctypes.c_int64 * max(len(v), 1))(*[int(i) for i in v]), len(v))
+        elif isinstance(v, int):
+            self.b.call("dg_builder_attr_int", key, v)
+        elif isinstance(v, float):
+            self.b.call("dg_builder_attr_float", key, v)
+        else:
+            raise TypeError(f"not an attribute value: {v!r}")
 
     def op(self, op: str, inputs, attrs: dict | None = None) -> int:
-        from .shape_infer import infer_type
+        for k, v in (attrs or {}).items():
+            self._attr(k, v)
+        ids = [int(i) for i in inputs]
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        return self.b.out32("dg_builder_op", op.encode(), arr, len(ids))
 
-        g = self.graph
-        inputs = list(inputs)
-        attrs = dict(sorted((attrs or {}).items()))  # entries sorted by name, as dg::Attrs
-        for i in inputs:
-            if not 0 <= i < len(g.values):
-                raise IRTypeError(f"{op}: operand id out of range")
-        out_type = infer_type(g, op, inputs, attrs)
-        g.values.append(Value(type=out_type, producer=len(g.nodes)))
-        vid = len(g.values) - 1
-        g.nodes.append(Node(op, inputs, attrs, vid))
-        return vid
+    def tensor(self, vid: int) -> TensorType:
+        """The type the core gave value `vid`."""
+        v = self.values.get(vid)
+        if v is not None and v.type is not None:
+            return v.type
+        dtype, rank = ctypes.c_int32(), ctypes.c_int32()
+        dims = (ctypes.c_int32 * _MAX_RANK)()
+        self.b.call("dg_builder_value_type", vid, ctypes.byref(dtype), ctypes.byref(rank), dims)
+        if rank.value < 0:
+            raise TypeError(f"%{vid} is not a tensor")
+        t = TensorType(DType(dtype.value), tuple(SymExpr(self.b, dims[d]) for d in range(rank.value)))
+        self.values[vid] = Value(type=t)
+        return t
 
     def output(self, vid: int) -> None:
-        self.graph.outputs.append(vid)
+        self.b.call("dg_builder_output", vid)
+        self.outputs.append(vid)
 
     def finish(self) -> Graph:
-        return self.graph
+        p = ctypes.c_void_p()
+        self.b.call("dg_builder_finish", ctypes.byref(p))
+        return Graph(self, p)
 
+    def num_nodes(self) -> int:
+        n = ctypes.c_int()
+        self.b.call("dg_builder_num_nodes", ctypes.byref(n))
+        return n.value
 
-# ---- printing (dg::print_graph) -----------------------------------------------------------------
-
-def print_float(v: float) -> str:
-    """The shortest %g form that parses back to v, always marked as a float (text_printer.cc)."""
-    if v != v:
-        return "nan"
-    if v in (float("inf"), float("-inf")):
-        return "inf" if v > 0 else "-inf"
-    s = "%.17g" % v
-    for prec in range(1, 17):
-        t = "%.*g" % (prec, v)
-        if float(t) == v:
-            s = t
-            break
-    if not any(c in s for c in ".en"):
-        s += ".0"
-    return s
-
-
-def print_attr_value(v: AttrValue) -> str:
-    if isinstance(v, DType):
-        return v.text
-    if isinstance(v, SymList):
-        return "sym[" + ", ".join(str(e) for e in v) + "]"
-    if isinstance(v, tuple):
-        return "[" + ", ".join(str(int(i)) for i in v) + "]"
-    if isinstance(v, bool):
-        raise TypeError("bool attributes are not part of the IR; use 0/1")
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return print_float(v)
-    raise TypeError(f"not an attribute value: {v!r}")
-
-
-def print_graph(g: Graph) -> str:
-    number: dict[int, int] = {}
-
-    def name(vid: int) -> str:
-        return f"%{number[vid]}" if vid in number else f"%?{vid}"
-
-    out = [f"graph @{g.name or 'graph'}"]
-    for s in g.symbols:
-        lo, hi = s.range
-        out.append(f"sym {s.name} in [{bound_str(lo)}, {bound_str(hi)}] div {s.symbol_divisor}")
-    for vid in g.inputs:
-        number[vid] = len(number)
-        v = g.values[vid]
-        out.append(f"input {name(vid)}: " + (f"sym {v.sym}" if v.is_sym else str(v.type)))
-    for n in g.nodes:
-        number[n.output] = len(number)
-        line = f"{name(n.output)}: {g.tensor(n.output)} = {n.op}(" + ", ".join(
-            name(i) for i in n.inputs) + ")"
-        if n.attrs:
-            attrs = ", ".join(f"{k} = {print_attr_value(v)}" for k, v in n.attrs.items())
-            line += " {" + attrs + "}"
-        out.append(line)
-    out.append("output " + ", ".join(name(o) for o in g.outputs))
-    return "\n".join(out) + "\n"
+    @staticmethod
+    def from_text(text: str) -> "GraphBuilder":
+        """A builder holding a graph given in the text form, parsed and typed by the core (its
+        symbols, inputs and their types readable as for a graph built here)."""
+        from . import _capi
+        handle = _capi.load_graph(text)
+        try:
+            gb = GraphBuilder.__new__(GraphBuilder)
+            gb.b = _Builder("", graph_handle=handle)
+        finally:
+            gb.b.lib.dg_graph_free(handle)
+        gb.name, gb.values, gb.outputs = "", {}, []
+        for fn, dest in (("dg_builder_symbols", "symbols"), ("dg_builder_inputs", "inputs")):
+            n = ctypes.c_int()
+            gb.b.call(fn, None, 0, ctypes.byref(n))
+            arr = (ctypes.c_int32 * max(n.value, 1))()
+            gb.b.call(fn, arr, n.value, ctypes.byref(n))
+            setattr(gb, dest, list(arr[:n.value]))
+        gb.symbols = [SymExpr(gb.b, h) for h in gb.symbols]
+        for vid in gb.inputs:
+            dtype, rank = ctypes.c_int32(), ctypes.c_int32()
+            dims = (ctypes.c_int32 * _MAX_RANK)()
+            gb.b.call("dg_builder_value_type", vid, ctypes.byref(dtype), ctypes.byref(rank), dims)
+            gb.values[vid] = (Value(sym=SymExpr(gb.b, dims[0])) if rank.value < 0 else
+                              Value(type=TensorType(DType(dtype.value), tuple(
+                                  SymExpr(gb.b, dims[d]) for d in range(rank.value)))))
+        return gb

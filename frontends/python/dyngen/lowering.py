@@ -16,9 +16,10 @@ import torch.fx
 
 from .errors import Unsupported
 from .export import Ref, dtype_of, meta_val, type_error
-from .ir import IRTypeError, SymList
+from .ir import IRTypeError, SymExpr, SymList, provably_ge, sym_min
 from .ops import DType
-from .symbolic import SymExpr, provably_ge, sym_min
+from . import lowering_nn as _nn
+from .lowering_sym import SymBool, lower_symbool
 
 _MISSING = object()
 
@@ -33,7 +34,7 @@ class _Ctx:
         return Ref(self.ex.b.op(name, [r.vid for r in inputs], attrs))
 
     def type(self, r: Ref):
-        return self.ex.b.graph.tensor(r.vid)
+        return self.ex.b.tensor(r.vid)
 
     def out_val(self):
         v = meta_val(self.node)
@@ -60,18 +61,17 @@ class _Ctx:
         return self.op("constant", [], {"dtype": dtype, "value": v})
 
     def sym_scalar(self, e: SymExpr, dtype: DType) -> Ref:
-        """Note [Symbolic scalars as tensors]: the IR has no op reading a symbol's value into a
-        tensor, so a SymInt operand (mean's backward divides by a symbolic count; x * s0) becomes
-        sum(full([e], 1)), a rank-0 integer equal to e that promotes like the Python int it
-        stands for. Codegen can fold the pattern; a dedicated op can replace it later."""
-        if e.bounds()[0] < 0:
-            _fail(self, f"a symbolic scalar {e} that may be negative")
-        ones = self.op("full", [], {"dtype": DType.I64, "shape": SymList([e]), "value": 1})
-        return self.cast(self.op("sum", [ones], {"dims": (0,), "keepdim": 0}), dtype)
+        """Note [Symbolic scalars as tensors]: a SymInt operand (mean's backward divides by a
+        symbolic count; x * s0) is `sym_constant`, a rank-0 tensor holding the expression's value
+        at call time; as an i64 it promotes like the Python int it stands for."""
+        return self.cast(self.op("sym_constant", [], {"dtype": DType.I64, "value": SymList([e])}),
+                         dtype)
 
     def tensor(self, x) -> Ref:
         if isinstance(x, Ref):
             return x
+        if isinstance(x, SymBool):
+            return x.materialize(self)
         if isinstance(x, (bool, int, float, SymExpr)):
             return self.const(x)
         raise Unsupported(f"op {self.node.target}: operand {x!r}")
@@ -80,7 +80,7 @@ class _Ctx:
         return x if self.type(x).dtype == dtype else self.op("cast", [x], {"dtype": dtype})
 
     def reshape(self, x: Ref, shape) -> Ref:
-        shape = SymList(s if isinstance(s, SymExpr) else SymExpr(s) for s in shape)
+        shape = SymList(self.ex.b.sym(s) for s in shape)
         if tuple(self.type(x).shape) == tuple(shape):
             return x
         return self.op("reshape", [x], {"shape": shape})
@@ -94,7 +94,10 @@ def _unary(name):
             raise Unsupported(f"op {name} with inplace=True")
         if approximate != "none":
             raise Unsupported(f"op {name} with approximate={approximate!r}")
-        return c.op(name, [c.tensor(x)])
+        x = c.tensor(x)
+        if name not in ("neg", "abs") and not c.type(x).dtype.is_float:
+            x = c.cast(x, c.out_dtype())  # PyTorch's float ops promote integers
+        return c.op(name, [x])
     return h
 
 
@@ -148,7 +151,7 @@ def _addmm(c, bias, a, b, *, beta=1, alpha=1):
     n = c.type(b).shape[-1]
     if (isinstance(bias, Ref) and alpha == 1 and beta == 1
             and c.type(bias).dtype == c.type(a).dtype
-            and tuple(c.type(bias).shape) in ((n,), (SymExpr(1), n))):
+            and tuple(c.type(bias).shape) in ((n,), (1, n))):
         w = c.op("permute", [b], {"dims": (1, 0)})
         return c.op("linear", [a, w, c.reshape(bias, (n,))])
     prod = c.op("matmul", [a, b])
@@ -201,9 +204,9 @@ def _slice(c, x, dim=0, start=None, end=None, step=1):
     t = c.type(x)
     dim = dim % t.rank
     size = t.shape[dim]
-    start = _slice_bound(c, start, size, SymExpr(0))
+    start = _slice_bound(c, start, size, c.ex.b.const(0))
     end = _slice_bound(c, end, size, size)
-    if start == SymExpr(0) and end == size and step == 1:
+    if start == 0 and end == size and step == 1:
         return x
     if not provably_ge(end, start):
         end = start if provably_ge(start, end) else end
@@ -231,14 +234,14 @@ def _slice_backward(c, grad, input_sizes, dim, start, end, step):
     shape = list(c.out_shape())
     dim = dim % len(shape)
     size = shape[dim]
-    start = _slice_bound(c, start, size, SymExpr(0))
+    start = _slice_bound(c, start, size, c.ex.b.const(0))
     end = _slice_bound(c, end, size, size)
     dtype = c.type(grad).dtype
     parts = []
     for extent in (start, None, size - end):
         if extent is None:
             parts.append(grad)
-        elif extent != SymExpr(0):
+        elif extent != 0:
             part = list(shape)
             part[dim] = extent
             parts.append(c.op("full", [], {"dtype": dtype, "shape": SymList(part), "value": 0.0}))
@@ -305,14 +308,14 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref]) -> tuple[Ref, Ref, list
     if len(idxs) == 1:
         return x, idxs[0], shape
     inner = shape[first:first + len(idxs)]
-    lin, stride = None, SymExpr(1)
+    lin, stride = None, c.ex.b.const(1)
     for i, d in reversed(list(zip(idxs, inner))):
         term = c.cast(i, DType.I64)
-        if stride != SymExpr(1):
+        if stride != 1:
             term = c.op("mul", [term, c.const(stride, DType.I64)])
         lin = term if lin is None else c.op("add", [term, lin])
         stride = stride * d
-    flat = SymExpr(1)
+    flat = c.ex.b.const(1)
     for d in inner:
         flat = flat * d
     xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs):])
@@ -330,7 +333,7 @@ def _advanced_index(c, x: Ref, items: list):
     for item in items:
         if item is None:
             shape = list(c.type(cur).shape)
-            cur = c.reshape(cur, shape[:d] + [SymExpr(1)] + shape[d:])
+            cur = c.reshape(cur, shape[:d] + [1] + shape[d:])
             d += 1
         elif isinstance(item, slice):
             cur = _slice(c, cur, d, item.start, item.stop, 1 if item.step is None else item.step)
@@ -375,8 +378,9 @@ def _index_add(c, x, dim, idx, src, *, alpha=1):
 
 
 def _index_put(c, x, indices, values, accumulate=False):
-    if not accumulate:
-        _fail(c, "index_put without accumulate (duplicate indices are unordered)")
+    """x[indices] = values (index_copy) or += (index_add) over the indexed dims flattened into
+    one. Without accumulate, which of several writes to one element wins is unspecified, as in
+    PyTorch."""
     pos = [(i, r) for i, r in enumerate(indices) if r is not None]
     dims = [p for p, _ in pos]
     if not pos or dims != list(range(dims[0], dims[0] + len(dims))):
@@ -389,25 +393,55 @@ def _index_put(c, x, indices, values, accumulate=False):
         values = c.cast(values, c.type(x).dtype)
     if tuple(c.type(values).shape) != tuple(picked):
         values = c.op("expand", [values], {"shape": SymList(picked)})
-    out = c.op("index_add", [xf, lin, values], {"dim": dims[0]})
+    out = c.op("index_add" if accumulate else "index_copy", [xf, lin, values], {"dim": dims[0]})
     return c.reshape(out, shape)
+
+
+def _select(c, x, dim, index):
+    """x.select(dim, index): a slice of one element, then that dim dropped."""
+    t = c.type(x)
+    dim = dim % t.rank
+    index = _select_index(c, index, t.shape[dim])
+    r = _slice(c, x, dim, index, index + 1, 1)
+    return c.reshape(r, c.out_shape())
+
+
+def _select_index(c, index, size):
+    i = c.ex.sym(index)
+    k = i.as_const()
+    if k is not None and k < 0:
+        i = size + k
+    if not (provably_ge(i, 0) and provably_ge(size - 1, i)):
+        _fail(c, f"index {index} may be out of range for a dim of size {size}")
+    return i
+
+
+def _select_backward(c, grad, input_sizes, dim, index):
+    """The gradient of select: grad placed at `index` of zeros (slice_backward of one element)."""
+    rank = len(c.out_shape())
+    dim = dim % rank
+    shape = list(c.type(grad).shape)
+    g = c.reshape(grad, shape[:dim] + [1] + shape[dim:])
+    index = _select_index(c, index, c.out_shape()[dim])
+    return _slice_backward(c, g, input_sizes, dim, index, index + 1, 1)
 
 
 # ---- factories ----------------------------------------------------------------------------------
 
 def _factory(fill):
     """full / zeros / ones / empty / *_like / new_* / scalar_tensor, with the result's shape and
-    dtype from PyTorch."""
+    dtype from PyTorch. A symbolic fill (a SymInt or SymBool) is computed at call time."""
     def h(c, *args, **kw):
         value = fill(args, kw) if callable(fill) else fill
         if isinstance(value, Ref):
             _fail(c, "a tensor fill value")
-        if isinstance(value, SymExpr):
-            if value.as_const() is None:
-                _fail(c, "a symbolic fill value")
-            value = value.as_const()
         dtype = c.out_dtype()
         shape = c.out_shape()
+        if isinstance(value, SymExpr) and value.as_const() is not None:
+            value = value.as_const()
+        if isinstance(value, (SymExpr, SymBool)):
+            r = c.cast(c.tensor(value), dtype)
+            return r if not shape else c.op("expand", [r], {"shape": shape})
         v = float(value) if dtype.is_float else int(value)
         if not shape:
             return c.op("constant", [], {"dtype": dtype, "value": v})
@@ -435,7 +469,8 @@ HANDLERS = {
     "bool": _cast_to_out,
     "rsub": _rsub, "where": _where,
     "index_select": _index_select, "index": _index, "getitem": _getitem,
-    "index_add": _index_add, "index_put": _index_put,
+    "index_add": _index_add, "index_put": _index_put, "select": _select,
+    "select_backward": _select_backward,
     "full": _factory(_fill_arg(1)), "full_like": _factory(_fill_arg(1)),
     "new_full": _factory(_fill_arg(2)), "scalar_tensor": _factory(_fill_arg(0)),
     "clone": _identity, "contiguous": _identity, "detach": _identity, "alias": _identity,
@@ -451,6 +486,7 @@ for _n in ("neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "relu", "t
 for _n in ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "silu_backward",
            "sigmoid_backward", "eq", "ne", "lt", "le", "gt", "ge"):
     HANDLERS[_n] = _binary(_n)
+HANDLERS.update(_nn.HANDLERS)
 HANDLERS.update({"true_divide": HANDLERS["div"], "subtract": HANDLERS["sub"],
                  "multiply": HANDLERS["mul"], "negative": HANDLERS["neg"],
                  "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("amax")})
@@ -476,7 +512,7 @@ def _item(ex, n: torch.fx.Node) -> Ref:
     Python floats (PEFT's LoRA scaling) as 0-d tensors: the tensor itself is the operand. A rank-0
     operand promotes like the Python scalar it stands for, so `x * t.item()` keeps x's dtype."""
     src = ex.env[n.args[0]]
-    if not isinstance(src, Ref) or ex.b.graph.tensor(src.vid).rank != 0:
+    if not isinstance(src, Ref) or ex.b.tensor(src.vid).rank != 0:
         raise Unsupported(f"op item ({n.target}) of a non-scalar")
     return src
 
@@ -489,7 +525,7 @@ _DTYPE_FROM_RESULT = {"dtype"}
 _RESULT_TYPED = {"to", "_to_copy", "convert_element_type", "type_as", "float", "half", "bfloat16",
                  "double", "long", "int", "bool", "full", "zeros", "ones", "empty", "full_like",
                  "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones", "new_full",
-                 "new_empty", "scalar_tensor"}
+                 "new_empty", "scalar_tensor"} | _nn.RESULT_TYPED
 
 
 def _inplace(ex, n: torch.fx.Node, key: str, handler, args, kwargs) -> Ref:
@@ -539,10 +575,13 @@ def lower_node(ex, n: torch.fx.Node):
             isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)):
         return tuple(ex.sym(v) for v in val)  # x.size(), x.shape
     if key == "size" and val is None and n.args and isinstance(ex.env.get(n.args[0]), Ref):
-        t = ex.b.graph.tensor(ex.env[n.args[0]].vid)  # Dynamo may leave size() without a value
+        t = ex.b.tensor(ex.env[n.args[0]].vid)  # Dynamo may leave size() without a value
         return t.shape[n.args[1] % t.rank] if len(n.args) > 1 else tuple(t.shape)
     if key == "item" and isinstance(val, torch.SymFloat):
         return _item(ex, n)
+    if isinstance(val, (torch.SymBool, bool)) and not any(
+            isinstance(a, torch.fx.Node) and isinstance(ex.env.get(a), Ref) for a in n.args):
+        return lower_symbool(ex, n, key, target, val)
     if isinstance(val, (torch.SymFloat, torch.SymBool)):
         raise Unsupported(f"op {key} ({target}): symbolic {type(val).__name__}")
     inplace = key.endswith("_") and not key.startswith("_") and key[:-1] in HANDLERS

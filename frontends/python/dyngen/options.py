@@ -11,7 +11,7 @@ class Options:
     log: str = ""            # DYNGEN_LOG: "", "info" or "debug"
     dump_dir: str = ""       # DYNGEN_DUMP: folder for each exported graph (graph.fb + IR text)
     lib_path: str = ""       # DYNGEN_LIB: path to libdyngen.so
-    executor: str = ""       # DYNGEN_EXECUTOR: "reference", "capi", or "" (capi if it loads)
+    executor: str = ""       # DYNGEN_EXECUTOR: "capi" or "" (the only executor; others are errors)
     target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("" lets the core choose)
 
     @staticmethod

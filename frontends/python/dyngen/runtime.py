@@ -1,32 +1,24 @@
-"""The executor seam: an exported graph's text -> an Executable that runs it for any symbol values.
+"""The executor seam: an exported graph -> an Executable that runs it for any symbol values.
 
 Note [Executor choice]
-Two implementations of one interface:
-  "capi"       libdyngen.so through ctypes (_capi.py): the C core verifies, compiles (NVRTC or the
-               host compiler), caches in memory and on disk, and launches.
-  "reference"  a PyTorch interpreter of the IR text (reference.py): no code generation, eager
-               kernels op by op; it proves export fidelity and runs everything before the C
-               library exists.
-The choice is made once per process: DYNGEN_EXECUTOR=reference|capi forces one; otherwise "capi"
-when the library loads, else "reference". `dyngen.stats()["executor"]` reports it. Both take an
-IR Graph (`compile_ir`): "capi" sends it to the core as graph.fb bytes (fb_writer.py,
-dg_graph_load), "reference" interprets its text form. Both bind symbols from the inputs' shapes.
+Graphs run through libdyngen.so (_capi.py): the C core verifies, compiles (NVRTC or the host
+compiler), caches in memory and on disk, and launches. Since the frontend builds its graphs
+through the same library (Note [One IR] in ir.py), there is no executor without it: a missing
+library is reported (LibraryNotFound) when the first graph is exported. `dyngen.stats()
+["executor"]` reports "capi". DYNGEN_EXECUTOR=reference, the old PyTorch interpreter of the IR
+text, is gone with the Python copy of the IR; asking for it is an error.
 """
 from __future__ import annotations
 
 import abc
-import hashlib
 import os
-import threading
 
 import torch
 
-from .stats import bump, dump_stem, set_executor
-from .errors import LaunchError
+from .errors import LibraryNotFound
 from .ir import Graph
 from .options import log, options
-from .ops import DType
-from .symbolic import bound_str
+from .stats import dump_stem, set_executor
 
 
 class Executable(abc.ABC):
@@ -46,51 +38,6 @@ class Executable(abc.ABC):
         """Computes the outputs (allocated with torch on the inputs' device)."""
 
 
-def bind_symbols(g: Graph, inputs: list) -> dict[str, int]:
-    """Binds each symbol at its first sight as a whole dim (or sym input) and checks every other
-    dim, dtype and rank; raises LaunchError on a mismatch (the rules of dg_prepare)."""
-    if len(inputs) != len(g.inputs):
-        raise LaunchError(f"expected {len(g.inputs)} inputs, got {len(inputs)}")
-    bind: dict[str, int] = {}
-    later = []
-    for k, (vid, x) in enumerate(zip(g.inputs, inputs)):
-        v = g.values[vid]
-        if v.is_sym:
-            later.append((k, None, v.sym, int(x)))
-            if v.sym.is_symbol():
-                _bind_one(bind, v.sym, int(x), k)
-            continue
-        if not isinstance(x, torch.Tensor):
-            raise LaunchError(f"input {k}: expected a tensor, got {type(x).__name__}")
-        t = v.type
-        if x.dim() != t.rank or DType.from_torch(x.dtype) != t.dtype:
-            raise LaunchError(f"input {k}: expected {t}, got {x.dtype}{list(x.shape)}")
-        for d, (e, n) in enumerate(zip(t.shape, x.shape)):
-            if e.is_symbol():
-                _bind_one(bind, e, n, k)
-            later.append((k, d, e, n))
-    for k, d, e, n in later:
-        got = e.evaluate(bind)
-        if got != n:
-            where = f"dim {d}" if d is not None else "value"
-            raise LaunchError(f"input {k} {where}: expected {e} = {got}, got {n}")
-    return bind
-
-
-def _bind_one(bind: dict, s, n: int, k: int) -> None:
-    if s.name in bind:
-        return
-    lo, hi = s.range
-    if not lo <= n <= hi or n % s.symbol_divisor:
-        raise LaunchError(f"input {k}: {s.name} = {n} is outside its facts "
-                          f"[{bound_str(lo)}, {bound_str(hi)}] div {s.symbol_divisor}")
-    bind[s.name] = n
-
-
-# ---- choosing and caching executables -----------------------------------------------------------
-
-_lock = threading.Lock()
-_memory: dict[str, Executable] = {}
 _kind: str | None = None
 
 
@@ -98,61 +45,35 @@ def executor_kind() -> str:
     """Note [Executor choice]."""
     global _kind
     if _kind is None:
-        forced = options().executor
-        if forced == "reference":
-            _kind = "reference"
-        else:
-            from . import _capi
-            try:
-                _capi.load()
-                _kind = "capi"
-            except Exception as e:  # noqa: BLE001 - any load failure means "no C executor"
-                if forced == "capi":
-                    raise
-                log.info("C executor unavailable (%s); using the reference executor", e)
-                _kind = "reference"
+        if options().executor not in ("", "capi"):
+            raise LibraryNotFound(f"DYNGEN_EXECUTOR={options().executor!r}: the only executor is "
+                                  "'capi' (libdyngen.so)")
+        from . import _capi
+        _capi.load()
+        _kind = "capi"
         set_executor(_kind)
     return _kind
 
 
-def compile_ir(graph: Graph, name: str = "graph", *, text: str | None = None,
-               fb: bytes | None = None) -> Executable:
-    """Compiles (or fetches) the executable for an IR graph with the process's executor. `text`
-    and `fb` are the graph's text form and graph.fb bytes when the caller already has them."""
-    kind = executor_kind()
-    if kind == "capi":
-        from ._capi import CapiExecutable
-        from .fb_writer import write_graph_fb
-        emit_dir = None
-        if options().dump_dir:  # the core's files for this graph, next to stats.dump's
-            text = text if text is not None else graph.to_text()
-            emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
-        exe = CapiExecutable(fb if fb is not None else write_graph_fb(graph),
-                             target=options().target or None, emit_dir=emit_dir)
-        log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
-        return exe
-    text = text if text is not None else graph.to_text()
-    key = hashlib.sha256(text.encode()).hexdigest()
-    with _lock:
-        exe = _memory.get(key)
-        bump("graphs_compiled")
-        if exe is not None:
-            bump("cache_hits_memory")
-            log.info("%s: memory cache hit (key %s)", name, key[:12])
-            return exe
-    from .reference import ReferenceExecutable
-    exe = ReferenceExecutable(text, key)
-    with _lock:
-        _memory[key] = exe
-    log.info("compiled %s with the reference executor (key %s)", name, key[:12])
-    return exe
+def compile_ir(graph: Graph, name: str = "graph") -> Executable:
+    """Compiles (or fetches from the core's caches) the executable for a built graph."""
+    return _compile(graph.fb, name, graph.text)
 
 
 def compile_text(text: str, name: str = "graph") -> Executable:
-    """compile_ir for a graph given in the IR text form (parsed here; the C executor still
-    receives graph.fb bytes)."""
-    from .text import parse_graph_text
-    return compile_ir(parse_graph_text(text), name, text=text)
+    """compile_ir for a graph given in the IR text form (parsed by the core)."""
+    return _compile(text, name, text)
+
+
+def _compile(source: "bytes | str", name: str, text: str) -> Executable:
+    executor_kind()
+    from ._capi import CapiExecutable
+    emit_dir = None
+    if options().dump_dir:  # the core's files for this graph, next to stats.dump's
+        emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
+    exe = CapiExecutable(source, target=options().target or None, emit_dir=emit_dir)
+    log.info("compiled %s with the C executor (key %s)", name, exe.key[:12])
+    return exe
 
 
 def capi_stats() -> dict | None:
@@ -166,8 +87,3 @@ def reset_capi_stats() -> None:
     if _kind == "capi":
         from . import _capi
         _capi.reset_stats()
-
-
-def clear_memory_cache() -> None:
-    with _lock:
-        _memory.clear()

@@ -32,7 +32,7 @@ OP_PLACES = ("dyngen", "aten", "thunder", "eager")
 @dataclass
 class _Counters:
     graphs_compiled: int = 0      # compile calls that produced an executable (cache hits included)
-    nvrtc_compiles: int = 0       # real code generations (reference executor: always 0)
+    nvrtc_compiles: int = 0       # real code generations (NVRTC or the host compiler)
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
     exported_graphs: int = 0      # FX graphs exported to the IR (forward and backward count apart)

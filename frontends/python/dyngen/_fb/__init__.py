@@ -1,1 +1,0 @@
-# graph.fb bindings, generated from ir/graph.fbs by flatc --python; do not edit.

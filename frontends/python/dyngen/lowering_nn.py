@@ -1,0 +1,208 @@
+"""FX -> IR handlers for the nn-level ops: gelu's tanh form and both gelu gradients, clamp,
+constant_pad_nd, cumsum, nll_loss forward and backward. Registered into lowering.HANDLERS.
+
+Each is one IR op where the IR has one (gelu_tanh, gelu_backward, gelu_tanh_backward, cumsum,
+gather, scatter) and a composition of IR ops otherwise; Note [Export checks every node against
+PyTorch] checks every result's type either way.
+"""
+from __future__ import annotations
+
+from .errors import Unsupported
+from .ir import SymList, provably_ge
+from .ops import DType
+
+
+def _float_operand(c, x):
+    """x as a float tensor: PyTorch's float ops promote integer inputs to the default dtype."""
+    x = c.tensor(x)
+    return x if c.type(x).dtype.is_float else c.cast(x, c.out_dtype())
+
+
+def gelu(c, x, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"op gelu with approximate={approximate!r}")
+    return c.op("gelu" if approximate == "none" else "gelu_tanh", [_float_operand(c, x)])
+
+
+def gelu_backward(c, grad, x, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"op gelu_backward with approximate={approximate!r}")
+    name = "gelu_backward" if approximate == "none" else "gelu_tanh_backward"
+    return c.op(name, [c.tensor(grad), c.tensor(x)])
+
+
+def float_unary(name):
+    def h(c, x, *, out=None):
+        return c.op(name, [_float_operand(c, x)])
+    return h
+
+
+def clamp(c, x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    """clamp(x, lo, hi) = minimum(maximum(x, lo), hi): NaN in x stays NaN, and lo > hi gives hi,
+    as in PyTorch."""
+    if min is None and max is None:
+        raise Unsupported("op clamp without min and max")
+    r = c.tensor(x)
+    if min is not None:
+        r = c.op("maximum", [r, c.tensor(min)])
+    if max is not None:
+        r = c.op("minimum", [r, c.tensor(max)])
+    return c.cast(r, c.out_dtype())
+
+
+def clamp_min(c, x, lo):
+    return clamp(c, x, min=lo)
+
+
+def clamp_max(c, x, hi):
+    return clamp(c, x, max=hi)
+
+
+def cumsum(c, x, dim, *, dtype=None, out=None):
+    t = c.type(x)
+    return c.op("cumsum", [x], {"dim": int(dim) % max(t.rank, 1), "dtype": c.out_dtype()})
+
+
+def constant_pad_nd(c, x, pad, value=0):
+    """Pads (or, for negative amounts, trims) the last len(pad) // 2 dims: trims are slices,
+    pads are cat with a full of `value`."""
+    t = c.type(x)
+    if len(pad) % 2 or len(pad) // 2 > t.rank:
+        raise Unsupported(f"op constant_pad_nd with pad {pad!r}")
+    r = x
+    dtype = t.dtype
+    fill = float(value) if dtype.is_float else int(value)
+    for i in range(len(pad) // 2):
+        dim = t.rank - 1 - i
+        for side, amount in ((0, pad[2 * i]), (1, pad[2 * i + 1])):
+            a = c.ex.sym(amount)
+            if a == 0:
+                continue
+            size = c.type(r).shape[dim]
+            if provably_ge(0, a):  # a trim of -a elements
+                start, end = (-a, size) if side == 0 else (0, size + a)
+                r = c.op("slice", [r], {"dim": dim, "start": SymList([start]),
+                                        "end": SymList([end]), "step": 1})
+            elif provably_ge(a, 0):
+                shape = list(c.type(r).shape)
+                shape[dim] = a
+                block = c.op("full", [], {"dtype": dtype, "shape": SymList(shape), "value": fill})
+                r = c.op("cat", [block, r] if side == 0 else [r, block], {"dim": dim})
+            else:
+                raise Unsupported(f"op constant_pad_nd: pad amount {a} of unknown sign")
+    return r
+
+
+def _nll_parts(c, x, target, weight, ignore_index):
+    """(x as [N, C], the safe target [N, 1], the per-row weight [N] in x's dtype (0 where the
+    target is ignore_index), N). A 1-D x with a 0-d target is one row."""
+    tx = c.type(x)
+    if tx.rank == 1:
+        x = c.reshape(x, (1, tx.shape[0]))
+        target = c.reshape(target, (1,))
+    elif tx.rank != 2:
+        raise Unsupported("op nll_loss on more than 2 dims")
+    n = c.type(x).shape[0]
+    dtype = c.type(x).dtype
+    keep = c.op("ne", [target, c.const(int(ignore_index))])
+    safe = c.op("where", [keep, target, c.const(0)])
+    if weight is None:
+        w = c.cast(keep, dtype)
+    else:
+        picked_w = c.op("index_select", [weight, safe], {"dim": 0})
+        w = c.op("where", [keep, picked_w, c.const(0.0, dtype)])
+    return x, c.reshape(safe, (n, 1)), w, n
+
+
+def nll_loss_forward(c, x, target, weight, reduction, ignore_index):
+    """The sums and the mean's division run in f32 (f64 for f64) and round once, as PyTorch's
+    reductions accumulate in their accumulation type."""
+    x2, safe, w, n = _nll_parts(c, x, target, weight, ignore_index)
+    dtype = c.type(x2).dtype
+    acc = DType.F64 if dtype == DType.F64 else DType.F32
+    picked = c.reshape(c.op("gather", [x2, safe], {"dim": 1}), (n,))
+    losses = c.op("neg", [c.op("mul", [c.cast(picked, acc), c.cast(w, acc)])])
+    if reduction == 0:  # none: total_weight is 0, as in PyTorch
+        out = c.cast(losses, dtype)
+        out = out if c.type(x).rank == 2 else c.reshape(out, ())
+        return out, c.op("constant", [], {"dtype": dtype, "value": 0.0})
+    total = c.op("sum", [c.cast(w, acc)], {"dims": (0,), "keepdim": 0})
+    out = c.op("sum", [losses], {"dims": (0,), "keepdim": 0})
+    if reduction == 1:
+        out = c.op("div", [out, total])
+    elif reduction != 2:
+        raise Unsupported(f"op nll_loss with reduction={reduction}")
+    return c.cast(out, dtype), c.cast(total, dtype)
+
+
+def nll_loss_backward(c, grad, x, target, weight, reduction, ignore_index, total_weight):
+    x2, safe, w, n = _nll_parts(c, x, target, weight, ignore_index)
+    dtype = c.type(x2).dtype
+    g = c.tensor(grad)
+    if reduction == 0:
+        g = c.reshape(g, (n,))
+    elif reduction == 1:
+        g = c.op("div", [g, total_weight])
+    elif reduction != 2:
+        raise Unsupported(f"op nll_loss_backward with reduction={reduction}")
+    coef = c.cast(c.op("neg", [c.op("mul", [w, g])]), dtype)
+    if tuple(c.type(coef).shape) != (n,):
+        coef = c.op("expand", [coef], {"shape": SymList([n])})
+    zeros = c.op("full", [], {"dtype": dtype, "shape": SymList(c.type(x2).shape), "value": 0.0})
+    out = c.op("scatter", [zeros, safe, c.reshape(coef, (n, 1))], {"dim": 1})
+    return c.reshape(out, c.out_shape())
+
+
+def _iota(c, n) -> "Ref":
+    """0, 1, ..., n-1 as i64 (a running count of ones)."""
+    ones = c.op("full", [], {"dtype": DType.I64, "shape": SymList([n]), "value": 1})
+    return c.op("sub", [c.op("cumsum", [ones], {"dim": 0, "dtype": DType.I64}), c.const(1)])
+
+
+def flip(c, x, dims):
+    """x reversed along `dims`: index_select with the index size-1, ..., 0 (cumsum's gradient)."""
+    t = c.type(x)
+    r = x
+    for d in dims:
+        d = d % t.rank
+        size = t.shape[d]
+        rev = c.op("sub", [c.sym_scalar(size - 1, DType.I64), _iota(c, size)])
+        r = c.op("index_select", [r, rev], {"dim": d})
+    return r
+
+
+def _as_bool(c, x):
+    return c.cast(c.tensor(x), DType.BOOL)
+
+
+def _count_true(c, a, b):
+    return c.op("add", [c.cast(_as_bool(c, a), DType.I64), c.cast(_as_bool(c, b), DType.I64)])
+
+
+def logical_and(c, a, b):
+    return c.op("eq", [_count_true(c, a, b), c.const(2)])
+
+
+def logical_or(c, a, b):
+    return c.op("ge", [_count_true(c, a, b), c.const(1)])
+
+
+def logical_xor(c, a, b):
+    return c.op("eq", [_count_true(c, a, b), c.const(1)])
+
+
+def logical_not(c, a):
+    return c.op("eq", [_as_bool(c, a), c.const(False)])
+
+
+HANDLERS = {
+    "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "logical_not": logical_not,
+    "gelu": gelu, "gelu_backward": gelu_backward,
+    "sin": float_unary("sin"), "cos": float_unary("cos"), "erf": float_unary("erf"),
+    "sinc": float_unary("sinc"),
+    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "cumsum": cumsum, "constant_pad_nd": constant_pad_nd,
+    "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
+}
+RESULT_TYPED = {"cumsum"}  # their dtype= keyword is read from the result's FakeTensor
