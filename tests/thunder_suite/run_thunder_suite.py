@@ -41,11 +41,10 @@ def test_file() -> Path:
     return f
 
 
-def run_pytest(kind: str, k_expr: str, out_dir: Path) -> dict[str, tuple[str, str]]:
-    """{test id: (outcome, first line of the failure)} of one run."""
-    xml = out_dir / f"{kind}.xml"
-    cmd = [sys.executable, "-m", "pytest", str(test_file()), "-k", k_expr, "-q",
-           "-p", "no:cacheprovider", f"--junitxml={xml}"]
+def start_pytest(kind: str, k_expr: str, out_dir: Path) -> subprocess.Popen:
+    """Starts one run; its junit report goes to out_dir/<kind>.xml, its output to <kind>.log."""
+    cmd = [sys.executable, "-m", "pytest", str(test_file()), "-k", k_expr, "-q", "-rfE",
+           "-p", "no:cacheprovider", f"--junitxml={out_dir / f'{kind}.xml'}"]
     env = dict(os.environ)
     if kind == "dyngen":
         cmd += ["-p", "dyngen_swap"]
@@ -53,11 +52,21 @@ def run_pytest(kind: str, k_expr: str, out_dir: Path) -> dict[str, tuple[str, st
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     log = out_dir / f"{kind}.log"
     print(f"[{kind}] {' '.join(cmd)}  (log: {log})", flush=True)
-    with open(log, "w") as f:
-        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=out_dir)
+    return subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env,
+                            cwd=out_dir)
+
+
+def finish_pytest(kind: str, proc: subprocess.Popen, out_dir: Path) -> dict:
+    """{test id: (outcome, first line of the failure)} of one finished run."""
+    proc.wait()
+    xml = out_dir / f"{kind}.xml"
     if not xml.exists():
-        sys.exit(f"[{kind}] pytest wrote no report; see {log}")
+        sys.exit(f"[{kind}] pytest wrote no report; see {out_dir / f'{kind}.log'}")
     return parse_junit(xml)
+
+
+def run_pytest(kind: str, k_expr: str, out_dir: Path) -> dict[str, tuple[str, str]]:
+    return finish_pytest(kind, start_pytest(kind, k_expr, out_dir), out_dir)
 
 
 def parse_junit(xml: Path) -> dict[str, tuple[str, str]]:
@@ -97,8 +106,9 @@ def main(argv=None) -> int:
     k_expr = CPU_ONLY + (f" and ({args.k})" if args.k else "")
     out = Path(args.out or tempfile.mkdtemp(prefix="thunder_suite_"))
     out.mkdir(parents=True, exist_ok=True)
-    runs = {kind: run_pytest(kind, k_expr, out) for kind in ("stock", "dyngen")
-            if args.only in (None, kind)}
+    kinds = [kind for kind in ("stock", "dyngen") if args.only in (None, kind)]
+    procs = {kind: start_pytest(kind, k_expr, out) for kind in kinds}  # the two run side by side
+    runs = {kind: finish_pytest(kind, procs[kind], out) for kind in kinds}
     for kind, r in runs.items():
         print(f"{kind:7s}: {counts(r)} ({len(r)} tests)")
     if len(runs) < 2:
