@@ -169,7 +169,15 @@ def _add_symbol_inputs(outer: torch.fx.GraphModule, call: torch.fx.Node,
                       if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol}
     for n in sub.graph.nodes:
         used |= _free_symbols(meta_val(n))
-    missing = sorted((s for s in used - whole if s in sources), key=str)
+    # Only a symbol defined before the call in the outer graph can be passed in; one defined
+    # inside the region (an unbacked size it computes) is the region's own.
+    before = set()
+    for n in outer.graph.nodes:
+        if n is call:
+            break
+        before.add(n)
+    missing = sorted((s for s in used - whole if s in sources and sources[s][0] in before),
+                     key=str)
     if not missing:
         return
     new_args = list(call.args)
