@@ -121,6 +121,10 @@ def initialise(model, seed: int) -> None:
                 if isinstance(getattr(m, "original_inv_freq", None), torch.Tensor):
                     m.original_inv_freq.copy_(inv)
                 m.attention_scaling = scaling
+            elif isinstance(getattr(m, "inv_freq", None), torch.Tensor) and hasattr(m, "base"):
+                # DBRX's rotary: inv_freq from `dim` and `base`, as its __init__ computes it
+                steps = torch.arange(0, m.dim, 2, dtype=torch.int64).float() / m.dim
+                m.inv_freq.copy_(1.0 / (m.base ** steps))
         for mname, m in model.named_modules():
             for pname, p in m.named_parameters(recurse=False):
                 if not torch.isnan(p).any():
