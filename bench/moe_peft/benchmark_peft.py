@@ -98,6 +98,21 @@ def _timeouts(value: str) -> dict:
     return out
 
 
+def _lengths(value: str) -> list[int]:
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--seq-lengths: {e}") from e
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"--seq-lengths takes positive integers, got {value!r}")
+    return out
+
+
+def seq_length_at(args, step: int) -> int:
+    """The sequence length of one step (--seq-lengths cycles; else --seq-length)."""
+    return args.seq_lengths[step % len(args.seq_lengths)] if args.seq_lengths else args.seq_length
+
+
 def timeout_for(args, kind: str) -> float | None:
     t = args.backend_timeout or {}
     return t.get(kind, t.get("*"))
@@ -117,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mbs", type=int, default=1, help="micro-batch size")
     p.add_argument("--seq-length", type=int, default=None,
                    help="tokens per sequence (default: 4096 at --scale full, 128 at tiny)")
+    p.add_argument("--seq-lengths", type=_lengths, default=None, metavar="N,N,...",
+                   help="a sequence length per step, cycled (e.g. 96,128,112,144: packing-free "
+                        "fine-tuning, where every step has its own length); overrides "
+                        "--seq-length, which becomes the largest")
     p.add_argument("--fixed-num-hidden-layers", type=int, default=None,
                    help="number of decoder layers (default: the model's at full, 2 at tiny)")
     p.add_argument("--compile", type=_backends, default=["eager"], dest="backends",
@@ -159,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv=None) -> argparse.Namespace:
     p = build_parser()
     args = p.parse_args(argv)
+    if args.seq_lengths:
+        args.seq_length = max(args.seq_lengths)
     if args.seq_length is None:
         args.seq_length = 4096 if args.scale == "full" else 128
     if args.max_steps < 1 or args.warmup_steps < 0 or args.mbs < 1 or args.seq_length < 1:
@@ -273,13 +294,14 @@ def run_backend(args, kind: str) -> dict:
         probe = metrics.CompileProbe(kind, handle)
         start = probe.snapshot()
         mem = metrics.PeakMemory(device)
-        tokens = args.mbs * args.seq_length
+        tokens = args.mbs * _mean_length(args)
         torch.manual_seed(args.seed)  # routing/input jitter noise (PhiMoE) draws from it
         _say(args, kind, f"{args.model} ({args.scale}, {_layers(args) or 'all'} layers) on "
-                         f"{device}, {args.max_steps} steps of {args.mbs}x{args.seq_length} tokens")
+                         f"{device}, {args.max_steps} steps of {args.mbs}x{_lengths_text(args)} "
+                         "tokens")
         for step in range(args.max_steps):
-            ids = models.batch(step, args.mbs, args.seq_length, built.vocab_size, args.seed,
-                               device)
+            seq = seq_length_at(args, step)
+            ids = models.batch(step, args.mbs, seq, built.vocab_size, args.seed, device)
             before = probe.snapshot()
             mem.reset()
             with metrics.Timer(device) as t:
@@ -288,8 +310,8 @@ def run_backend(args, kind: str) -> dict:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             ev = metrics.delta(probe.snapshot(), before)
-            rec = {"step": step, "ms": round(t.seconds * 1000, 3),
-                   "tokens_per_s": round(tokens / t.seconds, 1),
+            rec = {"step": step, "seq_length": seq, "ms": round(t.seconds * 1000, 3),
+                   "tokens_per_s": round(args.mbs * seq / t.seconds, 1),
                    "peak_mem_mib": round(mem.read_mib(), 1), "loss": float(loss.detach()),
                    "events": ev, "compile_events": metrics.event_total(ev)}
             result["steps"].append(rec)
@@ -333,7 +355,7 @@ def run_backend(args, kind: str) -> dict:
             with contextlib.suppress(Exception):
                 import metrics as m
                 result["summary"] = m.summarize(result["steps"], args.warmup_steps,
-                                                args.mbs * args.seq_length)
+                                                args.mbs * _mean_length(args))
     finally:
         alarm.disarm()
         result["wall_s"] = round(time.perf_counter() - t_start, 2)
@@ -389,6 +411,16 @@ def error_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {' '.join(lines[:3])}"[:300]
 
 
+def _mean_length(args) -> float:
+    """Tokens per sequence, averaged over the lengths the steps cycle through."""
+    return sum(args.seq_lengths) / len(args.seq_lengths) if args.seq_lengths else args.seq_length
+
+
+def _lengths_text(args) -> str:
+    return "{" + ",".join(map(str, args.seq_lengths)) + "}" if args.seq_lengths else \
+        str(args.seq_length)
+
+
 def _layers(args):
     if args.fixed_num_hidden_layers is not None:
         return args.fixed_num_hidden_layers
@@ -407,6 +439,8 @@ def child_argv(args, kind: str, json_path: str) -> list[str]:
          "--dyngen-executor", args.dyngen_executor, "--child"]
     if args.no_model_shims:
         a.append("--no-model-shims")
+    if args.seq_lengths:
+        a += ["--seq-lengths", ",".join(map(str, args.seq_lengths))]
     for flag, v in (("--fixed-num-hidden-layers", args.fixed_num_hidden_layers),
                     ("--threads", args.threads), ("--time-budget", args.time_budget),
                     ("--backend-timeout", timeout_for(args, kind))):
@@ -493,6 +527,7 @@ def main(argv=None) -> int:
 def make_meta(args, raw) -> dict:
     return {"argv": raw, "model": args.model, "scale": args.scale,
             "layers": _layers(args), "mbs": args.mbs, "seq_length": args.seq_length,
+            "seq_lengths": args.seq_lengths,
             "max_steps": args.max_steps, "warmup_steps": args.warmup_steps,
             "attn_implementation": args.attn_implementation, "dtype": args.dtype,
             "seed": args.seed, "config": models.config_values(args.model, args.scale,
@@ -519,7 +554,7 @@ def compare_losses(results: dict) -> None:
 def print_report(args, results: dict) -> int:
     print()
     print(f"{args.model}  scale={args.scale}  layers={_layers(args) or 'all'}  "
-          f"mbs={args.mbs}  seq={args.seq_length}  steps={args.max_steps} "
+          f"mbs={args.mbs}  seq={_lengths_text(args)}  steps={args.max_steps} "
           f"(warm-up {args.warmup_steps})  device={results[args.backends[0]].get('device', '?')}")
     print(report.table(results))
     for kind, r in results.items():
@@ -528,7 +563,7 @@ def print_report(args, results: dict) -> int:
             print("\n".join(r["traceback"].strip().splitlines()[-8:]))
     if args.plot:
         why = report.plot(args.plot, results,
-                          f"{args.model} ({args.scale}), mbs {args.mbs} x seq {args.seq_length}",
+                          f"{args.model} ({args.scale}), mbs {args.mbs} x seq {_lengths_text(args)}",
                           args.warmup_steps)
         print(f"plot: {args.plot}" if why is None else f"plot not written: {why}")
     if args.json:

@@ -3,8 +3,8 @@
 Note [Decompositions]
 AOTAutograd is run with a small table: ops that have a decomposition into catalog ops and no
 catalog op of their own (softmax and its backward, tanh/threshold backward, rsub). silu_backward
-and sigmoid_backward stay whole (they are catalog ops, and the fused epilogues want them). Ops
-without either still trace; export names them in Unsupported and that graph runs eagerly.
+and sigmoid_backward stay whole (they are catalog ops). Ops without either still trace; export
+names them in Unsupported, and the graph is compiled in parts around them (Note [Partial graphs]).
 """
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from torch._decomp import get_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
 from .errors import FallbackError
-from .stats import bump, record_fallback
+from .stats import bump, count_where, record_fallback
 from .compiled import compile_graph
+from .errors import Unsupported
+from .partition import compile_partial
 from .options import log
 
 aten = torch.ops.aten
@@ -25,30 +27,66 @@ DECOMPOSITIONS = get_decompositions([
 ])
 
 
-def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, prebuild_archs=None):
-    """dyngen's executable for one ATen graph, or the graph itself (eager, every shape) when
-    dyngen cannot take it; the reason is recorded either way."""
+def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, report=None,
+                      prebuild_archs=None):
+    """dyngen's executable for one ATen graph; when the whole graph does not export, dyngen
+    compiles the regions it can and PyTorch runs the rest (Note [Partial graphs]); each outcome is
+    counted (Note [Where graphs and ops ran]), logged, and passed to `report(part)`.
+    `prebuild_archs`: runtime.compile_ir."""
+    n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     try:
         fn = compile_graph(gm, example_inputs, name, prebuild_archs=prebuild_archs)
+        part = {"graph": name, "where": "dyngen", "dyngen_ops": n_ops, "aten_ops": 0,
+                "reason": ""}
     except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
         raise
-    except Exception as e:  # noqa: BLE001 - any failure falls back, never a per-shape recompile
-        record_fallback(name, f"{type(e).__name__}: {e}")
-        log.debug("eager ATen graph for %s:\n%s", name, gm.code)
+    except Unsupported as e:
+        part = _partial(gm, name, str(e))
+        fn = part.pop("fn")
+    except Exception as e:  # noqa: BLE001 - an internal error: this graph runs as ATen ops
+        part = {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n_ops,
+                "reason": f"{type(e).__name__}: {e}"}
         fn = gm
+    count_where(part["where"], dyngen=part["dyngen_ops"], aten=part["aten_ops"])
+    if part["where"] == "dyngen":
+        log.info("%s: compiled by dyngen (%d ops)", name, n_ops)
+    else:
+        record_fallback(name, part["reason"])
+        log.debug("ATen graph for %s:\n%s", name, gm.code)
+    if report is not None:
+        report(part)
     return make_boxed_func(fn)
 
 
-def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, name: str = "graph",
+def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:
+    try:
+        r = compile_partial(gm, name)
+    except Exception as e:  # noqa: BLE001 - partitioning failed: the graph runs as ATen ops
+        n = sum(1 for x in gm.graph.nodes if x.op == "call_function")
+        return {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n, "fn": gm,
+                "reason": f"{whole_reason}; partitioning failed: {type(e).__name__}: {e}"}
+    why = "; ".join(f"{op}: {msg}" for op, msg in r.aten_reasons.items()) or whole_reason
+    if r.regions == 0:
+        return {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": r.aten_ops,
+                "fn": r.fn, "reason": why}
+    return {"graph": name, "where": "partial", "dyngen_ops": r.dyngen_ops,
+            "aten_ops": r.aten_ops, "fn": r.fn, "regions": r.regions,
+            "reason": f"partly compiled by dyngen ({r.regions} regions, {r.dyngen_ops} ops); "
+                      f"{r.aten_ops} ops run as ATen: {why}"}
+
+
+def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, name: str = "graph", report=None,
                     prebuild_archs=None):
-    """AOTAutograd over a Dynamo graph with dyngen as forward, backward and inference compiler.
-    `prebuild_archs`: runtime.compile_ir (captured here: the backward compiles later)."""
+    """AOTAutograd over a Dynamo graph with dyngen as forward, backward and inference compiler;
+    `report(part)` receives each ATen graph's outcome when it is compiled (the backward's lazily,
+    at the first backward). `prebuild_archs`: runtime.compile_ir (captured here: the backward
+    compiles later)."""
     p = prebuild_archs
     return aot_module_simplified(
         gm, example_inputs,
-        fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward", p),
-        bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward", p),
-        inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference", p),
+        fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward", report, p),
+        bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward", report, p),
+        inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference", report, p),
         decompositions=DECOMPOSITIONS,
         keep_inference_input_mutations=True,
     )

@@ -17,6 +17,20 @@ from .errors import FallbackError, FallbackWarning
 from .options import log, options
 
 
+# Note [Where graphs and ops ran]
+# graphs_where counts, per place: "dyngen" ATen graphs (an AOTAutograd forward, backward or
+# inference graph) dyngen compiled whole; "partial" ATen graphs dyngen compiled in regions with the
+# rest run as ATen ops (partition.py, Note [Partial graphs]); "aten" ATen graphs that ran whole as
+# ATen ops; "thunder" Dynamo graphs Thunder ran (counted at their first call, once their outputs
+# passed the check of Note [When Thunder fails]); "eager" Dynamo graphs that ran eagerly because
+# Thunder (or AOTAutograd) failed on them. ops_where counts the call nodes of those graphs the same way ("dyngen":
+# inside dyngen's executables, "aten": run by PyTorch inside dyngen's graphs, "thunder" and
+# "eager": nodes of the Dynamo graphs given to Thunder or run eagerly). Both are counted when a
+# graph is compiled (Thunder's: first run), once per graph, not per call.
+GRAPH_PLACES = ("dyngen", "partial", "aten", "thunder", "eager")
+OP_PLACES = ("dyngen", "aten", "thunder", "eager")
+
+
 @dataclass
 class _Counters:
     graphs_compiled: int = 0      # compile calls that produced an executable (cache hits included)
@@ -32,6 +46,9 @@ class _Counters:
     prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
     executor: str = ""
+    # Note [Where graphs and ops ran]
+    graphs_where: dict = field(default_factory=lambda: dict.fromkeys(GRAPH_PLACES, 0))
+    ops_where: dict = field(default_factory=lambda: dict.fromkeys(OP_PLACES, 0))
 
 
 _lock = threading.Lock()
@@ -44,6 +61,14 @@ _thunder_compilers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def bump(name: str, n: int = 1) -> None:
     with _lock:
         setattr(_c, name, getattr(_c, name) + n)
+
+
+def count_where(graph_place: str, **ops) -> None:
+    """One graph ran at `graph_place`, with ops[place] of its call nodes at each place."""
+    with _lock:
+        _c.graphs_where[graph_place] += 1
+        for place, n in ops.items():
+            _c.ops_where[place] += n
 
 
 # (graph, reason) pairs already warned about: Note [No silent fallbacks].
@@ -98,7 +123,8 @@ def stats() -> dict:
     from . import runtime
 
     with _lock:
-        d = {k: (list(v) if isinstance(v, list) else v) for k, v in _c.__dict__.items()}
+        d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+             for k, v in _c.__dict__.items()}
     kind = runtime.executor_kind()  # chosen first: a process may use the C API directly
     capi = runtime.capi_stats()
     if capi is not None:

@@ -5,45 +5,71 @@
     dyngen.thunderfx.compile(model, prebuild_archs="sm_80,sm_90a")   # also fill the kernel cache
                                                                      # for these GPUs
 
+`compile` returns a `thunder.dynamo.ThunderFXCompiledObject` (`_backend`, `last_traces`, ...), and
+the backend is a `thunder.dynamo.ThunderCompiler` subclass, so Thunder's reporting tools
+(`subgraph_infos`, `save_reproducer_to_folder`, `thunder.dynamo.report`) see the graphs Thunder
+compiled; `backend.graphs` lists every Dynamo graph with where it went and why.
+
 Note [Which graphs are dynamic]
 A Dynamo graph is dynamic when a placeholder is a SymInt or a tensor with a SymInt dim (Thunder's
-own test, `is_dynamic_inputs`). With Dynamo's default "automatic dynamic" shapes the first call of
-a frame is compiled static (so Thunder compiles it once), and the first call with a different size
-recompiles the frame with that dim symbolic (dyngen compiles it once, for every later size).
-`torch.compile(dynamic=True)` or `torch._dynamo.mark_dynamic` make it symbolic from the first
-call; `dynamic=False` never does (then every size is a new static graph for Thunder, as stock).
-Sizes 0 and 1 are specialized by Dynamo into static graphs of their own.
+own test, `is_dynamic_inputs`), or when a node inside it has a symbolic value (a size read from a
+tensor, `arange(t)`, with no symbolic placeholder). With Dynamo's default "automatic dynamic" shapes
+the first call of a frame is compiled static (so Thunder compiles it once), and the first call with
+a different size recompiles the frame with that dim symbolic (dyngen compiles it once, for every
+later size). `torch.compile(dynamic=True)` or `torch._dynamo.mark_dynamic` make it symbolic from the
+first call; `dynamic=False` never does (then every size is a new static graph for Thunder, as
+stock). Sizes 0 and 1 are specialized by Dynamo into static graphs of their own.
 
 Note [Thunder transforms list]
 ThunderCompiler appends its prologue transform to the `transforms` list in its options each time
 it compiles a graph, so a list the caller passed would grow by one per graph and be shared by all.
 The backend keeps the caller's list and gives ThunderCompiler a fresh copy before each graph.
+
+Note [When Thunder fails]
+A static graph that Thunder cannot split or compile (its splitter raises at compile time, its
+trace raises at the first call, or its first call returns outputs whose shapes or dtypes differ
+from Dynamo's) runs eagerly from then on, with a recorded fallback (stats.record_fallback), instead
+of failing the training step.
 """
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch.utils import _pytree as pytree
+from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 
-from .stats import bump, count_thunder_cache_misses, record_fallback, register_thunder_compiler
 from .aot import compile_dynamic
 from .errors import FallbackError
 from .cache import check_archs
+from .export import meta_val
 from .options import log
+from .stats import (bump, count_thunder_cache_misses, count_where, record_fallback,
+                    register_thunder_compiler)
 
 
-def is_dynamic(example_inputs) -> bool:
-    """Note [Which graphs are dynamic]."""
-    for a in pytree.tree_flatten(list(example_inputs))[0]:
-        if isinstance(a, torch.SymInt):
-            return True
-        if isinstance(a, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in a.shape):
-            return True
+def _symbolic(v) -> bool:
+    if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return not v.node.expr.is_number
+    if isinstance(v, torch.Tensor):
+        return any(isinstance(s, torch.SymInt) and not s.node.expr.is_number for s in v.shape)
     return False
 
 
-class Backend:
+def is_dynamic(example_inputs, gm: torch.fx.GraphModule | None = None) -> bool:
+    """Note [Which graphs are dynamic]."""
+    if any(_symbolic(a) for a in pytree.tree_flatten(list(example_inputs))[0]):
+        return True
+    if gm is None:
+        return False
+    return any(_symbolic(v) for n in gm.graph.nodes
+               for v in pytree.tree_flatten(meta_val(n))[0])
+
+
+def _call_nodes(gm) -> int:
+    return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method",
+                                                       "call_module"))
+
+
+class DyngenCompiler(ThunderCompiler):
     """A `torch.compile` backend: dynamic graphs -> dyngen (AOTAutograd), static -> Thunder."""
 
     def __init__(self, **thunder_options):
@@ -51,72 +77,138 @@ class Backend:
         archs = thunder_options.pop("prebuild_archs", None)
         self.prebuild_archs = None if archs is None else check_archs(archs)
         self._user_transforms = thunder_options.pop("transforms", None)
-        self.thunder_options = thunder_options
-        self._thunder = None
-        self.graphs: list[dict] = []  # {"graph", "kind": "dyngen"|"thunder"|"eager", "reason"}
-
-    @property
-    def thunder_compiler(self):
-        if self._thunder is None:
-            from thunder.dynamo import ThunderCompiler
-
-            self._thunder = ThunderCompiler(**self.thunder_options)
-            register_thunder_compiler(self._thunder)
-        return self._thunder
+        super().__init__(**thunder_options)
+        # {"graph", "kind": "dyngen" | "thunder" | "eager", "reason", "parts": [...]}: one per
+        # Dynamo graph; "parts" are dyngen's ATen graphs (forward, backward) with their outcome.
+        self.graphs: list[dict] = []
+        register_thunder_compiler(self)
 
     def thunder_cache_misses(self) -> int:
-        return count_thunder_cache_misses(self._thunder) if self._thunder else 0
+        return count_thunder_cache_misses(self)
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs, **compile_options):
+    def __call__(self, gm: torch.fx.GraphModule, sample_args, **compile_options):
         name = f"graph{len(self.graphs)}"
         bump("backend_calls")
-        if is_dynamic(example_inputs):
-            bump("dynamic_graphs")
-            try:
-                fn = compile_dynamic(gm, example_inputs, name, prebuild_archs=self.prebuild_archs)
-            except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
-                raise
-            except Exception as e:  # noqa: BLE001 - dyngen never makes a graph fail
-                reason = f"{type(e).__name__}: {e}"
-                record_fallback(name, reason)
-                self.graphs.append({"graph": name, "kind": "eager", "reason": reason})
-                return gm.forward
-            log.info("%s: symbolic shapes, compiled by dyngen", name)
-            self.graphs.append({"graph": name, "kind": "dyngen", "reason": ""})
-            return fn
+        if is_dynamic(sample_args, gm):
+            return self._dyngen(gm, sample_args, name)
+        return self._thunder(gm, sample_args, name, **compile_options)
+
+    def _dyngen(self, gm, sample_args, name):
+        bump("dynamic_graphs")
+        rec = {"graph": name, "kind": "dyngen", "reason": "symbolic shapes", "parts": []}
+        self.graphs.append(rec)
+        try:
+            fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
+                                 prebuild_archs=self.prebuild_archs)
+        except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
+            raise
+        except Exception as e:  # noqa: BLE001 - AOTAutograd failed: the graph runs eagerly
+            reason = f"{type(e).__name__}: {e}"
+            record_fallback(name, reason)
+            count_where("eager", eager=_call_nodes(gm))
+            rec.update(kind="eager", reason=reason)
+            return gm.forward
+        log.info("%s: symbolic shapes, given to dyngen through AOTAutograd", name)
+        return fn
+
+    def _thunder(self, gm, sample_args, name, **compile_options):
         bump("static_graphs")
-        tc = self.thunder_compiler
+        rec = {"graph": name, "kind": "thunder", "reason": "static shapes", "parts": []}
+        self.graphs.append(rec)
         if self._user_transforms is not None:  # Note [Thunder transforms list]
-            tc.thunder_options["transforms"] = list(self._user_transforms)
-        log.info("%s: static shapes, compiled by Thunder", name)
-        self.graphs.append({"graph": name, "kind": "thunder", "reason": ""})
-        return tc(gm, example_inputs, **compile_options)
+            self.thunder_options["transforms"] = list(self._user_transforms)
+        n_infos = len(self.subgraph_infos)
+        try:
+            split = super().__call__(gm, sample_args, **compile_options)
+        except Exception as e:  # noqa: BLE001 - Note [When Thunder fails]
+            del self.subgraph_infos[n_infos:]
+            return self._eager(gm, rec, f"Thunder could not split it: {type(e).__name__}: {e}")
+        log.info("%s: static shapes, given to Thunder", name)
+        return _GuardedThunder(self, gm, split, rec)
+
+    def _eager(self, gm, rec, reason):
+        record_fallback(rec["graph"], reason)
+        count_where("eager", eager=_call_nodes(gm))
+        rec.update(kind="eager", reason=reason)
+        return gm.forward
 
 
-def backend(**thunder_options) -> Backend:
+class _GuardedThunder:
+    """Note [When Thunder fails]: Thunder's split module, checked on its first call."""
+
+    def __init__(self, owner: DyngenCompiler, gm, split, rec):
+        self.owner, self.gm, self.split, self.rec = owner, gm, split, rec
+        self.checked = False
+        self.eager = False
+
+    def __call__(self, *args):
+        if self.eager:
+            return self.gm(*args)
+        if self.checked:
+            return self.split(*args)
+        try:
+            out = self.split(*args)
+        except Exception as e:  # noqa: BLE001
+            return self._fall_back(args, f"Thunder failed at its first call: "
+                                         f"{type(e).__name__}: {e}")
+        bad = _mismatch(self.gm, out)
+        if bad:
+            return self._fall_back(args, f"Thunder's outputs differ from Dynamo's: {bad}")
+        self.checked = True
+        count_where("thunder", thunder=_call_nodes(self.gm))
+        return out
+
+    def _fall_back(self, args, reason):
+        self.eager = True
+        self.owner._eager(self.gm, self.rec, reason)
+        return self.gm(*args)
+
+
+def _mismatch(gm, out) -> str:
+    """The first output whose shape or dtype differs from Dynamo's example value, or ""."""
+    want = None
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            want = pytree.tree_flatten(torch.fx.node.map_arg(n.args[0], meta_val))[0]
+    got = pytree.tree_flatten(out)[0]
+    if want is None or len(want) != len(got):
+        return ""
+    for i, (w, g) in enumerate(zip(want, got)):
+        if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
+            if tuple(w.shape) != tuple(g.shape) or w.dtype != g.dtype:
+                return (f"output {i}: {g.dtype}{list(g.shape)}, Dynamo expects "
+                        f"{w.dtype}{list(w.shape)}")
+    return ""
+
+
+Backend = DyngenCompiler
+
+
+def backend(**thunder_options) -> DyngenCompiler:
     """The backend for `torch.compile(model, backend=dyngen.thunderfx.backend(...))`."""
-    return Backend(**thunder_options)
+    return DyngenCompiler(**thunder_options)
 
 
-class Compiled:
-    """What `compile` returns: calls the torch.compile'd callable; `.backend` holds the Backend."""
+class Compiled(ThunderFXCompiledObject):
+    """What `compile` returns: Thunder's ThunderFXCompiledObject over dyngen's backend
+    (`.backend` is `._backend`)."""
 
-    def __init__(self, backend: Backend, fn):
-        self.backend = backend
-        self._fn = fn
-
-    def __call__(self, *args, **kwargs):
-        return self._fn(*args, **kwargs)
+    @property
+    def backend(self) -> DyngenCompiler:
+        return self._backend
 
     def __getattr__(self, name):
-        return getattr(self._fn, name)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._func, name)
 
 
 def compile(fn, /, **options) -> Compiled:  # noqa: A001 - mirrors torch.compile / thunderfx
     """`thunder.dynamo.thunderfx` with dyngen: torch.compile options (dynamic=, fullgraph=, ...)
     go to torch.compile, the rest to thunder.jit for the static graphs."""
-    names = set(inspect.getfullargspec(inspect.unwrap(torch.compile)).kwonlyargs) - {"backend"}
-    compile_kwargs = {k: v for k, v in options.items() if k in names}
-    thunder_kwargs = {k: v for k, v in options.items() if k not in names}
-    b = Backend(**thunder_kwargs)
+    from thunder.dynamo.utils import get_torch_compile_kwargs
+
+    compile_kwargs = get_torch_compile_kwargs(**options)
+    thunder_kwargs = {k: v for k, v in options.items() if k not in compile_kwargs}
+    b = DyngenCompiler(**thunder_kwargs)
     return Compiled(b, torch.compile(fn, backend=b, **compile_kwargs))
