@@ -88,18 +88,15 @@ def test_prebuild_found_by_a_second_process_for_sm90a(tmp_path):
 
 
 def test_prebuild_option_and_stats_counters(tmp_path, monkeypatch, fresh):
-    """compile_ir's prebuild_archs (what the backend option passes): a miss compiles, a repeat is
+    """compile_text's prebuild_archs (compile_ir's, which the backend option passes, works alike): a miss compiles, a repeat is
     already cached; stats()["cache"] counts binaries from the cache and compiled."""
     capi_or_skip()
     monkeypatch.setenv("DYNGEN_CACHE_DIR", str(tmp_path / "cache"))
-    from dyngen.text import parse_graph_text
-
-    g = parse_graph_text(GRAPH)
-    runtime.compile_ir(g, "tiny", prebuild_archs=("sm_80",))
+    runtime.compile_text(GRAPH, "tiny", prebuild_archs=("sm_80",))
     c = dyngen.stats()["cache"]
     assert (c["prebuild_compiled"], c["prebuild_cached"], c["compiled"]) == (1, 0, 2)
     assert c["folder"] == str(tmp_path / "cache") and c["hit_rate"] == 0.0
-    runtime.compile_ir(g, "tiny", prebuild_archs=("sm_80",))
+    runtime.compile_text(GRAPH, "tiny", prebuild_archs=("sm_80",))
     c = dyngen.stats()["cache"]
     assert (c["prebuild_compiled"], c["prebuild_cached"], c["compiled"]) == (1, 1, 2)
     assert c["from_memory"] == 2 and c["hit_rate"] == 0.5

@@ -41,8 +41,9 @@ def check_archs(archs) -> tuple:
     return out
 
 
-def prebuild(fb: bytes, name: str, archs) -> None:
-    """Note [Prebuilding for other GPUs]: compiles graph.fb `fb` for each arch into the cache."""
+def prebuild(fb: "bytes | str", name: str, archs) -> None:
+    """Note [Prebuilding for other GPUs]: compiles graph.fb `fb` (or the IR text) for each arch
+    into the cache."""
     if not archs:
         return
     from ._capi import CapiExecutable

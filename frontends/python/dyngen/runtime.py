@@ -129,7 +129,7 @@ def _prebuild(graph: Graph, name: str, prebuild_archs) -> None:
         prebuild(graph.fb, name, archs)
 
 
-def compile_text(text: str, name: str = "graph", device=None) -> Executable:
+def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=None) -> Executable:
     """compile_ir for a graph given in the IR text form, parsed by the core. It has no Python
     node list, so it runs on the C executor: CPU tensors under host emulation unless the plan
     names a target (Note [Executor choice])."""
@@ -140,7 +140,12 @@ def compile_text(text: str, name: str = "graph", device=None) -> Executable:
             raise ValueError(f"{name}: DYNGEN_EXECUTOR=reference runs graphs built by "
                              "GraphBuilder; a graph given as text runs on the C executor")
         target = options().target or "host"
-    return _compile_capi(text, name, text, target, device)
+    exe = _compile_capi(text, name, text, target, device)
+    archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
+    if archs:
+        from .cache import prebuild
+        prebuild(text, name, archs)
+    return exe
 
 
 def _compile_capi(source: "bytes | str", name: str, text: str, target: str,
