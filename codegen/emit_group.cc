@@ -415,7 +415,7 @@ void emit_group(LoweringContext& ctx, const std::vector<int>& members) {
   if (!anchors.empty()) return emit_gemm_group(ctx, members, set, anchors);
   std::vector<int> reductions;
   for (int i : members)
-    if (op_info(ctx.graph().nodes[i].op).category == OpCategory::kReduce) reductions.push_back(i);
+    if (fusable_reduction(ctx.graph().nodes[i].op)) reductions.push_back(i);
   if (reductions.size() > 1) throw std::logic_error("a fusion group with two reductions");
   if (reductions.size() == 1) return emit_reduce_group(ctx, members, set, reductions[0]);
   emit_pointwise_group(ctx, members, set);

@@ -31,6 +31,12 @@
 
 namespace dg {
 
+// The reductions a fusion group may hold (Note [Fusion groups]). cumsum is in the kReduce category
+// but is a scan, not a reduction over a dim: it keeps a kernel of its own.
+inline bool fusable_reduction(OpKind op) {
+  return op == OpKind::kSum || op == OpKind::kMean || op == OpKind::kAmax;
+}
+
 inline constexpr const char* kFusionAttr = "fusion";
 inline constexpr const char* kEpilogueMatmulAttr = "epilogue_matmul";
 inline constexpr const char* kSplitTokensAttr = "split_tokens";

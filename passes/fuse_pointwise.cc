@@ -30,7 +30,7 @@ std::optional<std::vector<SymExpr>> group_shape(const FusionAssignment& fa, int6
     return g.tensor(a.output).shape;
   }
   for (int m : members)  // a reduction group computes over the reduction's output
-    if (op_info(g.nodes[m].op).category == OpCategory::kReduce)
+    if (fusable_reduction(g.nodes[m].op))
       return g.tensor(g.nodes[m].output).shape;
   for (int m : members)
     if (is_elementwise(g.nodes[m].op)) return g.tensor(g.nodes[m].output).shape;
@@ -39,7 +39,7 @@ std::optional<std::vector<SymExpr>> group_shape(const FusionAssignment& fa, int6
 
 int reduction_of(const FusionAssignment& fa, int64_t id) {
   for (int m : fa.members(id))
-    if (op_info(fa.graph().nodes[m].op).category == OpCategory::kReduce) return m;
+    if (fusable_reduction(fa.graph().nodes[m].op)) return m;
   return -1;
 }
 
@@ -71,7 +71,7 @@ bool fuse_epilogue(FusionAssignment& fa, int node) {
     int p = producer_of(g, in);
     if (p < 0) continue;
     std::optional<std::vector<SymExpr>> s;
-    bool reduction = op_info(g.nodes[p].op).category == OpCategory::kReduce;
+    bool reduction = fusable_reduction(g.nodes[p].op);
     if (fa.group_of(p) != 0) {
       int r = reduction_of(fa, fa.group_of(p));
       if (r >= 0 && p < r) continue;  // a value of the reduction's prologue
@@ -105,7 +105,7 @@ bool fuse_prologue(FusionAssignment& fa, int node) {
 bool fuse_reduction(FusionAssignment& fa, int node) {
   const Graph& g = fa.graph();
   const Node& n = g.nodes[node];
-  if (op_info(n.op).category != OpCategory::kReduce || fa.group_of(node) != 0) return false;
+  if (!fusable_reduction(n.op) || fa.group_of(node) != 0) return false;
   int p = producer_of(g, n.inputs[0]);
   if (p < 0 || fa.group_of(p) == 0 || !is_elementwise(g.nodes[p].op)) return false;
   int64_t id = fa.group_of(p);

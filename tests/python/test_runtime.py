@@ -116,7 +116,8 @@ def test_fallback_is_eager_for_every_size_with_reason(fresh, opts, tmp_path, cap
     assert [fb["graph"] for fb in s["fallbacks"]] == ["graph0.inference"]
     assert "op erfinv" in s["fallbacks"][0]["reason"]
     assert "fallback to eager for graph0.inference" in caplog.text
-    assert list(tmp_path.iterdir()) == []  # nothing was exported
+    # The whole graph was not exported; its supported regions were (Note [Partial graphs]).
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("graph0.inference-")]
 
 
 def test_strict_fallback_raises_with_the_op_name(fresh, opts):

@@ -46,6 +46,9 @@ def start_pytest(kind: str, k_expr: str, out_dir: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "pytest", str(test_file()), "-k", k_expr, "-q", "-rfE",
            "-p", "no:cacheprovider", f"--junitxml={out_dir / f'{kind}.xml'}"]
     env = dict(os.environ)
+    # Thunder's tests are a user's program: dyngen runs in its default mode there, where a graph
+    # it cannot take warns and runs as ATen ops (DYNGEN_STRICT would turn that into an error).
+    env.pop("DYNGEN_STRICT", None)
     if kind == "dyngen":
         cmd += ["-p", "dyngen_swap"]
         paths = [str(HERE), str(REPO / "frontends" / "python")]
