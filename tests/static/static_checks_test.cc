@@ -43,11 +43,12 @@ std::string cuobjdump_or_fail() {
   return tool;
 }
 
-// bf16 GEMMs that run on the scalar tile by design, by test case: the tensor-core template takes
-// 2-d problems only (tensor_core_eligible in codegen/emit_gemm.cc), and this batched matmul keeps
-// its batch dim. Every other kernel with bf16 contractions must show HMMA.
+// 16-bit GEMMs that run on the scalar tile by design, by test case: the tensor-core template takes
+// 2-d bf16 problems only (tensor_core_eligible in codegen/emit_gemm.cc), so the batched matmul
+// (which keeps its batch dim) and the float16 linear stay on the scalar tile. Every other kernel
+// with 16-bit contractions must show HMMA.
 bool bf16_gemm_on_scalar_tile_by_design(const std::string& test_case) {
-  return test_case == "op_matmul_batched";
+  return test_case == "op_matmul_batched" || test_case == "op_f16_linear_reduce_layout";
 }
 
 struct StaticCase {
