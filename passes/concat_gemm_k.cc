@@ -17,6 +17,7 @@
 #include <set>
 
 #include "ir/fusion.h"
+#include "passes/fusion_util.h"
 #include "passes/graph_copier.h"
 #include "passes/passes.h"
 
@@ -24,22 +25,11 @@ namespace dg {
 
 namespace {
 
-std::vector<int> users(const Graph& g, ValueId v) {
-  std::vector<int> out;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId in : g.nodes[i].inputs)
-      if (in == v) {
-        out.push_back(static_cast<int>(i));
-        break;
-      }
-  return out;
-}
-
 bool is_output(const Graph& g, ValueId v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
-bool single_use(const Graph& g, ValueId v) { return users(g, v).size() == 1 && !is_output(g, v); }
+bool single_use(const Graph& g, ValueId v) { return users_of(g, v).size() == 1 && !is_output(g, v); }
 
 int producer(const Graph& g, ValueId v) { return g.value(v).producer; }
 
