@@ -17,8 +17,8 @@ frontend: tests/python/golden/seed_expert_mlp.ir) and a few token counts, median
                cost next to nothing: what eager spends on the host per forward (Python, nn.Module
                and PEFT dispatch, ATen dispatch), the cost (a) replaces
 Needs libdyngen.so (the C executor). Times are medians over repeated batches of calls
-(time.perf_counter_ns); nothing here is asserted. With build/bench/runtime_bench present, its
-C++ numbers for the same work (BM_LaunchPrepare, BM_LaunchPack) are printed too.
+(--clock wall: time.perf_counter_ns; cpu: time.thread_time_ns); nothing here is asserted. With
+build/bench/runtime_bench present, its C++ numbers for the same work (BM_LaunchPrepare, BM_LaunchPack) are printed too.
 """
 from __future__ import annotations
 
@@ -46,16 +46,20 @@ from dyngen.options import set_options  # noqa: E402
 SEED_GRAPH = REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir"
 
 
+CLOCKS = {"wall": time.perf_counter_ns, "cpu": time.thread_time_ns}
+clock = CLOCKS["wall"]
+
+
 def per_call_ns(fn, calls: int, repeats: int) -> float:
     """Median over `repeats` batches of the mean time of one call in a batch of `calls`."""
     for _ in range(max(1, calls // 10)):
         fn()
     samples = []
     for _ in range(repeats):
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         for _ in range(calls):
             fn()
-        samples.append((time.perf_counter_ns() - t0) / calls)
+        samples.append((clock() - t0) / calls)
     return statistics.median(samples)
 
 
@@ -137,7 +141,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=30, help="timed batches per measure")
     ap.add_argument("--eager-repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the eager module")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="wall: perf_counter; cpu: this thread's CPU time (steadier on a busy "
+                         "machine; the eager module's other threads are not counted)")
     args = ap.parse_args()
+    global clock
+    clock = CLOCKS[args.clock]
     torch.set_num_threads(args.threads)
 
     # The C executor on CPU tensors is the emulation target (Note [Executor choice]); nothing is
@@ -184,7 +193,8 @@ def main() -> None:
 
     d = describe(exe)
     print(f"graph {path.name}: {graph.num_nodes()} IR nodes -> {len(d['kernels'])} kernels "
-          f"(target {d.get('target')}); torch threads {args.threads}; medians per call")
+          f"(target {d.get('target')}); torch threads {args.threads}; medians per call, "
+          f"{args.clock} clock")
     print(f"an empty ctypes call (free(NULL)) costs {empty_us:.2f} us")
     cols = ["tokens", "(a) python", "(b) ctypes", "C only", "(c) eager", "eager ops", "a/c",
             "b/c"]

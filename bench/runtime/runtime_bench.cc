@@ -121,6 +121,7 @@ CallFixture call_fixture(int64_t tokens) {
       t.shape[0] = tokens;
     } else {
       t.data = f.fake.data();
+      t.device_type = DG_DEVICE_CUDA;  // an sm_90a executable takes device 0's tensors
       t.rank = v.type.rank();
       t.dtype = static_cast<int32_t>(v.type.dtype);
       for (int d = 0; d < t.rank; ++d)
@@ -132,7 +133,10 @@ CallFixture call_fixture(int64_t tokens) {
   size_t ws = 0;
   (void)f.exe->prepare(f.inputs.data(), static_cast<int>(f.inputs.size()), f.outputs.data(),
                        static_cast<int>(f.outputs.size()), &ws);
-  for (auto& o : f.outputs) o.data = f.fake.data();
+  for (auto& o : f.outputs) {
+    o.data = f.fake.data();
+    o.device_type = DG_DEVICE_CUDA;
+  }
   return f;
 }
 

@@ -144,7 +144,6 @@ def reset_stats() -> None:
 # layout.
 _DG_TENSOR = struct.Struct(f"@P{DG_MAX_RANK}qiiii")
 _ZEROS = (0,) * DG_MAX_RANK
-_POINTER = struct.Struct("@P")
 _DTYPE_CODE = {d.torch: d.value for d in DType}
 _TORCH_DTYPE = {d.value: d.torch for d in DType}
 
@@ -224,6 +223,14 @@ class CapiExecutable(Executable):
         finally:
             lib.dg_graph_free(g)
         self._exe = exe
+        # The call path's two entry points with every pointer passed as an integer: ctypes then
+        # converts each argument without checking a Structure array's type (Note [The call path]).
+        addr, i32 = ctypes.c_void_p, ctypes.c_int
+        self._launch = ctypes.CFUNCTYPE(i32, addr, addr, i32, addr, i32, addr, addr)(
+            ("dg_launch", lib))
+        self._dry_run = ctypes.CFUNCTYPE(i32, addr, addr, i32, addr, i32, addr)(
+            ("dg_launch_dry_run", lib))
+        self._handle = exe.value
         key = ctypes.create_string_buffer(65)
         hit, nin, nout = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         _check(lib.dg_executable_info(exe, key, ctypes.byref(hit), ctypes.byref(nin),
@@ -263,45 +270,36 @@ class CapiExecutable(Executable):
 
 
     # Note [The call path]
-    # A call packs all its inputs with one struct.Struct (learnt from the first call: one
-    # dg_tensor per input, of that input's rank) into a DgTensor array kept per thread, looks up
-    # by the inputs' shapes and devices a plan made by dg_prepare (once per token count): the
-    # outputs' shapes, dtypes and device, the workspace size, and a DgTensor array for the
-    # outputs already filled but for their pointers. It allocates the outputs and the workspace
-    # with torch and makes one ctypes call. dg_launch checks every argument again, so a stale plan
-    # cannot launch wrong work. bench/python/host_overhead.py measures this path.
+    # A call reads each input tensor's shape, dtype, device and data pointer, and looks up by all
+    # but the pointers a plan made by dg_prepare (once per token count and device): the inputs'
+    # and outputs' DgTensor arrays, already packed but for their data pointers, the outputs'
+    # shapes and dtypes (as expanded 0-d tensors), a tensor on the outputs' device and the
+    # workspace size. It writes the pointers into the plan's arrays (one 8-byte store each),
+    # allocates each output with torch.empty_like of its expanded 0-d tensor (a quarter of
+    # torch.empty's cost with a size, dtype and device to parse, and on the right device whatever
+    # torch.set_default_device says), reuses this thread's workspace while it is large enough
+    # and the stream is the same (kernels on one stream run in order, so the next call's kernels
+    # cannot overtake this call's), and makes one ctypes call. dg_launch checks every argument
+    # again, so a plan cannot launch wrong work. bench/python/host_overhead.py measures this path.
     _PLANS_MAX = 256
 
     def _state(self):
-        """This thread's input array, packer and plans."""
+        """This thread's plans and workspace."""
         tls = self.__dict__.get("_tls")
         if tls is None:
             tls = self.__dict__.setdefault("_tls", threading.local())
         st = getattr(tls, "st", None)
         if st is None:
-            st = tls.st = _CallState((DgTensor * max(1, self.num_inputs))())
+            st = tls.st = _CallState()
         return st
 
-    def _learn(self, st, inputs):
-        """The packer for inputs like these: a tensor's rank fixes its dg_tensor's format (the
-        unused dims are zero padding); a later input of another rank makes the pack fail and the
-        call relearn."""
-        fmt, kinds = "@", []
-        for x in inputs:
-            if isinstance(x, torch.Tensor) and x.dim() <= DG_MAX_RANK:
-                fmt += f"P{x.dim()}q{8 * (DG_MAX_RANK - x.dim())}xiiii"
-                kinds.append(True)
-            else:
-                fmt += f"P{DG_MAX_RANK}qiiii"
-                kinds.append(False)
-        st.packer, st.kinds = struct.Struct(fmt), kinds
-
     def _plan(self, st, inputs, key):
-        """Runs dg_prepare for these inputs (packed in st.ins) and keeps the plan under `key`."""
+        """Packs these inputs, runs dg_prepare and keeps the plan under `key`."""
+        ins = _pack_inputs(inputs, self._as_device)  # raises LaunchError naming a bad input
         nout = self.num_outputs
         outs = (DgTensor * max(1, nout))()
         ws = ctypes.c_size_t()
-        _check(self._lib.dg_prepare(self._exe, st.ins, len(inputs), outs, nout, ctypes.byref(ws)),
+        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, nout, ctypes.byref(ws)),
                "dg_prepare")
         specs = []
         for k in range(nout):
@@ -310,11 +308,21 @@ class CapiExecutable(Executable):
             specs.append((tuple(f[1:1 + rank]), _TORCH_DTYPE[f[2 + DG_MAX_RANK]]))
         # Outputs go where the kernels run: the CUDA tensors' device (a 0-d CPU scalar beside
         # them does not count), else the CPU.
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor) and x.is_cuda),
-                      torch.device("cpu"))
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        like = next((x for x in tensors if x.is_cuda), None)
+        if like is None:
+            like = next((x for x in tensors if x.device.type == "cpu"), None)
+        like = torch.empty(0) if like is None else like.new_empty(0)  # holds no input alive
+        # One expanded 0-d tensor per output: empty_like of it is a new contiguous tensor of the
+        # output's shape, without parsing a size and dtype on every call.
+        protos = [like.new_empty((), dtype=dtype).expand(shape) for shape, dtype in specs]
+        if not all(torch.empty_like(p).is_contiguous() for p in protos):
+            raise LaunchError("torch.empty_like of an expanded tensor is not contiguous here")
+        words = _DG_TENSOR.size // 8  # the data pointer is each dg_tensor's first word
+        in_slots = [k * words for k, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
         if len(st.plans) >= self._PLANS_MAX:
             st.plans.clear()
-        plan = st.plans[key] = (specs, outs, ws.value, device, device.type == "cuda" and device)
+        plan = st.plans[key] = _Plan(ins, in_slots, outs, words, protos, ws.value, like)
         return plan
 
     def run(self, inputs, *, dry_run: bool = False):
@@ -326,68 +334,73 @@ class CapiExecutable(Executable):
         if n != self.num_inputs:
             raise LaunchError(f"expected {self.num_inputs} inputs, got {n}")
         st = self._state()
-        if st.packer is None:
-            self._learn(st, inputs)
-        codes, as_device = _DTYPE_CODE, self._as_device
-        fields, key = [], []
-        add, note = fields.extend, key.append
-        try:
-            for x, is_tensor in zip(inputs, st.kinds):
-                if is_tensor:
-                    shape = x.shape
-                    if x.is_cuda:
-                        where, index = DG_DEVICE_CUDA, x.get_device()
-                    elif as_device and shape:
-                        where, index = DG_DEVICE_CUDA, 0
-                    else:
-                        where, index = DG_DEVICE_HOST, 0
-                    add((x.data_ptr(), *shape, len(shape), codes[x.dtype], where, index))
-                    note(shape)
-                    note(where + 2 * index)
-                else:
-                    v = int(x)
-                    add((0, v, *_ZEROS[1:], -1, 0, 0, 0))
-                    note(v)
-            st.packer.pack_into(st.ins, 0, *fields)
-        except (struct.error, KeyError, TypeError, AttributeError):
-            _pack_inputs(inputs, as_device)  # raises LaunchError naming the input, or relearn:
-            st.packer = None
-            return self.run(inputs, dry_run=dry_run)
+        key, pointers = [], []
+        note, point = key.append, pointers.append
+        for x in inputs:
+            if type(x) is int:
+                note(x)
+            elif isinstance(x, torch.Tensor):
+                note(x.shape)
+                note(x.dtype)
+                note(x.get_device())  # -1 on the CPU
+                point(x.data_ptr())
+            else:
+                note(int(x))  # a SymInt-like value; Tensor-likes that are not Tensors fail here
         key = tuple(key)
         plan = st.plans.get(key) or self._plan(st, inputs, key)
-        specs, outs, ws_bytes, device, cuda = plan
-        results = []
-        if len(specs) == 1:
-            shape, dtype = specs[0]
-            r = torch.empty(shape, dtype=dtype, device=device)
-            outs[0].data = r.data_ptr()
+        words = plan.in_words
+        for slot, ptr in zip(plan.in_slots, pointers):
+            words[slot] = ptr
+        results, words, step, empty_like = [], plan.out_words, plan.step, torch.empty_like
+        for k, proto in enumerate(plan.protos):
+            r = empty_like(proto)
+            words[k * step] = r.data_ptr()
             results.append(r)
-        else:
-            for k, (shape, dtype) in enumerate(specs):
-                r = torch.empty(shape, dtype=dtype, device=device)
-                outs[k].data = r.data_ptr()
-                results.append(r)
-        ws_ptr = None
+        like = plan.like
+        cuda = like.is_cuda
+        stream = torch._C._cuda_getCurrentRawStream(like.get_device()) if cuda else None
+        ws_ptr, ws_bytes = None, plan.ws_bytes
         if ws_bytes:
-            ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device)
+            ws = st.workspace
+            if ws is None or ws.numel() < ws_bytes or st.workspace_on != (like.device, stream):
+                ws = st.workspace = like.new_empty(ws_bytes, dtype=torch.uint8)
+                st.workspace_on = (like.device, stream)
             ws_ptr = ws.data_ptr()
+        nout = len(results)
         if dry_run:
-            _check(self._lib.dg_launch_dry_run(self._exe, st.ins, n, outs, len(specs), ws_ptr),
-                   "dg_launch_dry_run")
+            rc = self._dry_run(self._handle, plan.ins_at, n, plan.outs_at, nout, ws_ptr)
+            if rc:
+                _check(rc, "dg_launch_dry_run")
             return results
-        stream = torch.cuda.current_stream(cuda).cuda_stream if cuda else None
-        _check(self._lib.dg_launch(self._exe, st.ins, n, outs, len(specs), ws_ptr, stream),
-               "dg_launch")
+        rc = self._launch(self._handle, plan.ins_at, n, plan.outs_at, nout, ws_ptr, stream)
+        if rc:
+            _check(rc, "dg_launch")
         return results
 
 
+class _Plan:
+    """What a call needs for inputs of one set of shapes, dtypes and devices (Note [The call
+    path]): the packed argument arrays with 64-bit views for writing data pointers."""
+
+    __slots__ = ("ins", "in_slots", "in_words", "outs", "out_words", "step", "protos",
+                 "ws_bytes", "like", "ins_at", "outs_at")
+
+    def __init__(self, ins, in_slots, outs, step, protos, ws_bytes, like):
+        self.ins, self.in_slots, self.outs, self.step = ins, in_slots, outs, step
+        self.in_words = memoryview(ins).cast("B").cast("Q")
+        self.out_words = memoryview(outs).cast("B").cast("Q")
+        self.ins_at, self.outs_at = ctypes.addressof(ins), ctypes.addressof(outs)
+        self.protos, self.ws_bytes, self.like = protos, ws_bytes, like
+
+
 class _CallState:
-    """Per thread and executable: the input DgTensor array, its packer, and the plans."""
+    """Per thread and executable: the plans, and the workspace with the (device, stream) it was
+    last used on."""
 
-    __slots__ = ("ins", "packer", "kinds", "plans")
+    __slots__ = ("plans", "workspace", "workspace_on")
 
-    def __init__(self, ins):
-        self.ins, self.packer, self.kinds, self.plans = ins, None, [], {}
+    def __init__(self):
+        self.plans, self.workspace, self.workspace_on = {}, None, None
 
 
 def core_print(source: "bytes | str") -> tuple[str, str]:
