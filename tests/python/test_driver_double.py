@@ -77,6 +77,7 @@ calls = double.dgdbl_calls().decode()
 out["expert_launches"] = calls.count("cuLaunchKernel")
 out["refused"] += calls.count("refused")
 out["fallbacks"] = dyngen.stats()["fallbacks"]
+out["executor"] = dyngen.stats()["executor"]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -102,5 +103,5 @@ def test_seed_forward_and_backward_through_the_driver_double(tmp_path):
     assert (r["target"], r["kind"]) == ("cuda:0", "capi")
     assert r["launches"] > 0 and r["refused"] == 0
     assert r["scalar_copies"] >= 4  # the 0-d f64 scale went by value, forward and backward
-    assert r["fallbacks"] == []
+    assert r["fallbacks"] == [] and r["executor"] == "cuda"  # the GPU path, not the emulation
     assert r["expert_launches"] > 0  # the routed expert's forward and backward graphs
