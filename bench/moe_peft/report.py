@@ -33,7 +33,7 @@ def rows(results: dict) -> list[list[str]]:
             ex = (r.get("dyngen_stats") or {}).get("executor")
             if ex:
                 status += f", executor {ex}"
-                if ex == "capi" and r.get("device") == "cpu":
+                if ex in ("emulate", "capi") and r.get("device") == "cpu":  # "capi": older runs
                     status += " (CUDA kernels under host emulation)"
         elif r.get("status") == "skipped":
             status = f"skipped: {r.get('reason', '')}"

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "ir/text_format.h"
@@ -45,11 +47,59 @@ Graph parse(const std::string& text) {
   return r.graph;
 }
 
-Graph load_fixture(const std::string& name) {
+std::string fixture_text(const std::string& name) {
   std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
   std::stringstream ss;
   ss << f.rdbuf();
-  return parse(ss.str());
+  return ss.str();
+}
+
+Graph load_fixture(const std::string& name) { return parse(fixture_text(name)); }
+
+std::string scaled_seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
+  std::string text = fixture_text("seed_expert_mlp_backward.dgir"), out;
+  const std::regex shape(R"(\[[^\]]*\])");
+  size_t last = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), shape), end; it != end; ++it) {
+    out += text.substr(last, static_cast<size_t>(it->position()) - last);
+    // Through placeholders, so that a new size is never replaced again.
+    std::string s = std::regex_replace(it->str(), std::regex(R"(\b2048\b)"), "H");
+    s = std::regex_replace(s, std::regex(R"(\b1024\b)"), "F");
+    s = std::regex_replace(s, std::regex(R"(\b16\b)"), std::to_string(rank));
+    s = std::regex_replace(s, std::regex(R"(\bH\b)"), std::to_string(hidden));
+    out += std::regex_replace(s, std::regex(R"(\bF\b)"), std::to_string(ffn));
+    last = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + text.substr(last);
+}
+
+std::string promoted_to_f32(const std::string& text) {
+  return std::regex_replace(text, std::regex(R"(\bbf16\b)"), "f32");
+}
+
+std::vector<HostTensor> to_f32(const std::vector<HostTensor>& tensors) {
+  std::vector<HostTensor> out;
+  for (const HostTensor& t : tensors) {
+    if (t.dtype != DType::kBF16) {
+      out.push_back(t);
+      continue;
+    }
+    HostTensor f = make_tensor(DType::kF32, t.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) f.set(i, t.get(i));  // exact
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string bitwise_difference(const HostTensor& a, const HostTensor& b) {
+  if (a.dtype != b.dtype || a.shape != b.shape)
+    return a.to_string() + " differs from " + b.to_string();
+  const size_t size = static_cast<size_t>(dtype_size(a.dtype));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(&a.bytes[i * size], &b.bytes[i * size], size) != 0)
+      return "element " + std::to_string(i) + ": " + std::to_string(a.get(i)) + " vs " +
+             std::to_string(b.get(i));
+  return "";
 }
 
 CompileRequest double_request(const std::string& target) {
@@ -63,6 +113,14 @@ CompileOutcome compile_for_double(const Graph& g, const std::string& target) {
   CompileOutcome host = compile_graph(g, double_request("host"));
   EXPECT_TRUE(host.ok()) << host.error;
   return compile_graph(g, double_request(target));
+}
+
+HostAndGpu compile_host_and_gpu(const Graph& g) {
+  HostAndGpu both{compile_graph(g, double_request("host")),
+                  compile_graph(g, double_request("cuda"))};
+  EXPECT_TRUE(both.host.ok()) << both.host.error;
+  EXPECT_TRUE(both.gpu.ok()) << both.gpu.error;
+  return both;
 }
 
 std::string launch_calls(const std::string& calls) {

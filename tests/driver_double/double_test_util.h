@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "runtime/compiler.h"
+#include "runtime/reference/host_tensor.h"
 
 namespace dg::driver_double {
 
@@ -19,12 +20,31 @@ struct Double {
 };
 const Double& the_double();
 
+std::string fixture_text(const std::string& name);
 Graph load_fixture(const std::string& name);
 Graph parse(const std::string& text);
+
+// The seed's backward (tests/fixtures/seed_expert_mlp_backward.dgir) with hidden, ffn and LoRA
+// rank replacing 2048, 1024 and 16 inside its shapes: the same kernels at a size the emulation
+// runs in well under a second.
+std::string scaled_seed_backward(int64_t hidden, int64_t ffn, int64_t rank);
+
+// The graph text with every bf16 (inputs, values, casts) made f32: its reference evaluation is
+// the exact result to within f32 rounding, for bf16 inputs converted with to_f32.
+std::string promoted_to_f32(const std::string& text);
+std::vector<HostTensor> to_f32(const std::vector<HostTensor>& tensors);
+
+// "" when `a` and `b` hold the same bytes, else the first element that differs.
+std::string bitwise_difference(const HostTensor& a, const HostTensor& b);
 
 // Compiles `g` for the host (so the double finds its emulation) and then for `target` (a GPU
 // target served by the double); returns the GPU outcome.
 CompileOutcome compile_for_double(const Graph& g, const std::string& target = "cuda");
+// Both executables: `host` runs the emulation directly, `gpu` through the double.
+struct HostAndGpu {
+  CompileOutcome host, gpu;
+};
+HostAndGpu compile_host_and_gpu(const Graph& g);
 CompileRequest double_request(const std::string& target);
 
 // The recorded calls whose lines start with one of the driver calls that matter for a launch

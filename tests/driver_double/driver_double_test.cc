@@ -54,17 +54,7 @@ TEST(DriverDouble, SeedForwardRunsThroughTheDriverAndMatchesTheReference) {
   expect_matches_reference(g, *o.executable, 2, 0);
 }
 
-// Known failure, found when the fused backward (bwd-fusion) met the driver double (gpu-runtime):
-// through the double, grad_x (the K-concatenated tensor-core GEMM) differs from the reference
-// at s = 2 and 37, while the same kernels pass under host emulation (BackwardNumerics.*) and the
-// fused forward passes here. Disabled so that it stays visible in every run until it is fixed.
-TEST(DriverDouble, DISABLED_SeedBackwardRunsThroughTheDriverAndMatchesTheReference) {
-  Graph g = load_fixture("seed_expert_mlp_backward.dgir");
-  CompileOutcome o = compile_for_double(g);
-  ASSERT_TRUE(o.ok()) << o.error;
-  for (int64_t s : {2, 37}) expect_matches_reference(g, *o.executable, s, 0);
-  EXPECT_EQ(std::string(the_double().calls()).find("refused"), std::string::npos);
-}
+// The backward: driver_backward_test.cc.
 
 const char* kScaled = R"(graph @scaled
 sym s0 in [2, inf] div 1

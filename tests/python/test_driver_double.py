@@ -64,7 +64,20 @@ for n, scale in ((4, 0.5), (7, 2.0)):  # forward and backward graphs, both throu
     assert_close(w.grad, w_ref.grad, f"scaled n={n} weight grad")
 calls = double.dgdbl_calls().decode()
 out["scalar_copies"] = calls.count("cuMemcpyHtoDAsync")
+
+# The seed's routed LoRA expert at a small size, trained two steps: its forward and its fused
+# backward (grad_x as one GEMM over the gate and up gradients) through the double, against eager.
+from helpers import check_lora_grads, make, train_loop
+model, eager = make(256, 128, 8)
+compiled = torch.compile(model, backend=dyngen.aot.backend, dynamic=True)
+double.dgdbl_clear_calls()
+train_loop(compiled, eager, [5, 37], 256)
+check_lora_grads(model, eager)
+calls = double.dgdbl_calls().decode()
+out["expert_launches"] = calls.count("cuLaunchKernel")
+out["refused"] += calls.count("refused")
 out["fallbacks"] = dyngen.stats()["fallbacks"]
+out["executor"] = dyngen.stats()["executor"]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -85,9 +98,10 @@ def run_double(tmp_path, graph):
     return json.loads(line[len("RESULT "):])
 
 
-def test_seed_forward_through_the_driver_double(tmp_path):
+def test_seed_forward_and_backward_through_the_driver_double(tmp_path):
     r = run_double(tmp_path, REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir")
     assert (r["target"], r["kind"]) == ("cuda:0", "capi")
     assert r["launches"] > 0 and r["refused"] == 0
     assert r["scalar_copies"] >= 4  # the 0-d f64 scale went by value, forward and backward
-    assert r["fallbacks"] == []
+    assert r["fallbacks"] == [] and r["executor"] == "cuda"  # the GPU path, not the emulation
+    assert r["expert_launches"] > 0  # the routed expert's forward and backward graphs

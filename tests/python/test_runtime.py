@@ -1,6 +1,7 @@
 """The executor seam: choice and stats, the ctypes binding's agreement with dyngen.h, dumps, and
 the eager fallback."""
 import ctypes
+import importlib
 import logging
 import re
 
@@ -11,8 +12,11 @@ import dyngen
 import dyngen.thunderfx
 from conftest import REPO
 from dyngen import _builder_api, _capi, runtime
+from dyngen.ir import GraphBuilder
+from dyngen.ops import DType
 from dyngen.options import options, set_options
 
+STATS_MODULE = importlib.import_module("dyngen.stats")  # dyngen.stats is the function
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
 
 
@@ -23,11 +27,35 @@ def opts():
     set_options(**saved.__dict__)
 
 
-def test_executor_choice_is_recorded():
-    """CPU tensors' executor follows Note [Executor choice]; both need the library (One IR)."""
+def test_executor_choice_is_recorded(monkeypatch):
+    """CPU tensors' executor follows Note [Executor choice]; both need the library (One IR).
+    Before any graph is compiled, stats()["executor"] names what CPU tensors would run on."""
     kind = dyngen.executor_kind()
     assert kind == runtime.plan_for(None)[0]
-    assert dyngen.stats()["executor"] == kind
+    monkeypatch.setattr(STATS_MODULE, "_executors", [])
+    assert dyngen.stats()["executor"] == runtime.executor_name(*runtime.plan_for(None))
+
+
+def test_stats_executor_names_what_the_graphs_run_on(opts, monkeypatch):
+    """"reference", "emulate" (the generated kernels on CPU tensors) and "cuda" (on a GPU or the
+    driver double) apart, joined when a process used several; the C executor's counters are
+    merged whatever CPU tensors use."""
+    assert runtime.executor_name("reference", None) == "reference"
+    assert runtime.executor_name("capi", "host") == "emulate"
+    assert [runtime.executor_name("capi", t) for t in ("cuda:1", "sm_90a")] == ["cuda", "cuda"]
+    monkeypatch.setattr(STATS_MODULE, "_executors", [])
+    opts(executor="", target="", driver_double=False)  # CPU tensors: the reference executor
+    b = GraphBuilder("exp.test")
+    x = b.input(DType.F32, [b.symbol("s0")])
+    b.output(b.op("exp", [x]))
+    runtime.compile_ir(b.finish(), "exp")
+    assert dyngen.stats()["executor"] == "reference"
+    before = dyngen.stats()["graphs_compiled"]
+    exe = dyngen.compile_text(SEED_TEXT, "seed")  # text runs on the C executor: emulated
+    assert exe.target == "host"
+    s = dyngen.stats()
+    assert s["executor"] == "emulate+reference"
+    assert s["graphs_compiled"] == before + 1 and "launches" in s
 
 
 def test_missing_library_is_a_clear_error(opts, tmp_path):
@@ -89,7 +117,7 @@ def test_core_binds_and_checks_symbols():
 def test_reset_stats():
     exe = dyngen.compile_text(SEED_TEXT, "a")
     assert exe.kind == "capi"  # a graph given as text runs on the C executor
-    assert dyngen.stats()["executor"] == runtime.plan_for(None)[0]
+    assert runtime.executor_name("capi", exe.target) in dyngen.stats()["executor"].split("+")
     dyngen.reset_stats()
     assert dyngen.stats()["graphs_compiled"] == 0
 

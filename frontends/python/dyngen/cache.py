@@ -80,7 +80,7 @@ def summary_line() -> str:
 
     s = stats()
     c = s["cache"]
-    if s["executor"] != "capi":
+    if s["executor"] == "reference":
         return f"dyngen cache: {s['executor']} executor, no kernel cache used"
     rate = "n/a" if c["hit_rate"] is None else f"{100 * c['hit_rate']:.0f}%"
     line = (f"dyngen cache: {c['from_cache']} kernel binaries from the cache ({c['from_disk']} "

@@ -20,7 +20,10 @@ Graphs are built through libdyngen.so (Note [One IR] in ir.py), so both executor
 missing library is reported (LibraryNotFound) when the first graph is built. A graph given as IR
 text (compile_text) is parsed by the core and has no Python node list: it runs on the C executor
 (host emulation for CPU tensors), and DYNGEN_EXECUTOR=reference refuses it.
-`dyngen.stats()["executor"]` reports what CPU tensors use. Both bind symbols from the inputs'
+`dyngen.stats()["executor"]` names what the compiled graphs run on (executor_name): "reference",
+"emulate" (the generated kernels under host emulation) or "cuda" (the generated kernels on a GPU,
+or through the driver double standing in for one), joined with "+" when graphs of one process ran
+on several; before any compile, what CPU tensors would use. Both bind symbols from the inputs'
 shapes.
 """
 from __future__ import annotations
@@ -35,7 +38,7 @@ import torch
 from .errors import LaunchError
 from .ir import Graph
 from .options import log, options
-from .stats import bump, dump_stem, set_executor
+from .stats import bump, dump_stem, note_executor
 
 
 class Executable(abc.ABC):
@@ -76,8 +79,16 @@ def plan_for(device=None) -> tuple[str, str | None]:
     return "reference", None
 
 
+def executor_name(kind: str, target: str | None) -> str:
+    """stats()["executor"]'s word for an (executor, C target) plan: Note [Executor choice]."""
+    if kind == "reference":
+        return "reference"
+    return "emulate" if target == "host" else "cuda"
+
+
 def executor_kind() -> str:
-    """What CPU tensors run on, "capi" or "reference" (Note [Executor choice])."""
+    """What CPU tensors run on, "capi" or "reference" (Note [Executor choice]); stats()
+    ["executor"] says more (executor_name)."""
     global _kind
     if _kind is None:
         if options().executor not in ("", "reference", "emulate", "capi"):
@@ -86,7 +97,6 @@ def executor_kind() -> str:
         from . import _capi
         _capi.load()  # raises LibraryNotFound: graphs are built through it (Note [One IR])
         _kind = plan_for(None)[0]
-        set_executor(_kind)
     return _kind
 
 
@@ -98,6 +108,7 @@ def compile_ir(graph: Graph, name: str = "graph", *, device=None,
     cache.py)."""
     kind, target = plan_for(device)
     executor_kind()
+    note_executor(executor_name(kind, target))
     if kind == "capi":
         exe = _compile_capi(graph.fb, name, graph.text, target, device)
         _prebuild(graph, name, prebuild_archs)
@@ -140,6 +151,7 @@ def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=Non
             raise ValueError(f"{name}: DYNGEN_EXECUTOR=reference runs graphs built by "
                              "GraphBuilder; a graph given as text runs on the C executor")
         target = options().target or "host"
+    note_executor(executor_name("capi", target))
     exe = _compile_capi(text, name, text, target, device)
     archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if archs:
@@ -168,13 +180,15 @@ def _compile_capi(source: "bytes | str", name: str, text: str, target: str,
 
 
 def capi_stats() -> dict | None:
-    if _kind != "capi":
+    """The C library's counters once it is loaded (executor_kind loads it): whatever CPU tensors
+    use, CUDA tensors and graphs given as text run on the C executor."""
+    if _kind is None:
         return None
     from . import _capi
     return _capi.get_stats()
 
 
 def reset_capi_stats() -> None:
-    if _kind == "capi":
+    if _kind is not None:
         from . import _capi
         _capi.reset_stats()

@@ -45,7 +45,6 @@ class _Counters:
     prebuild_cached: int = 0      # ... found already in the cache
     prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
-    executor: str = ""
     # Note [Where graphs and ops ran]
     graphs_where: dict = field(default_factory=lambda: dict.fromkeys(GRAPH_PLACES, 0))
     ops_where: dict = field(default_factory=lambda: dict.fromkeys(OP_PLACES, 0))
@@ -93,9 +92,15 @@ def record_fallback(graph: str, reason: str, what: str = "runs eagerly") -> None
         warnings.warn(message, FallbackWarning, stacklevel=2)
 
 
-def set_executor(kind: str) -> None:
+# What the graphs compiled in this process run on (runtime.executor_name): stats() joins them.
+# Not a counter: reset_stats() keeps it, since the graphs compiled before a reset still run.
+_executors: list = []
+
+
+def note_executor(name: str) -> None:
     with _lock:
-        _c.executor = kind
+        if name not in _executors:
+            _executors.append(name)
 
 
 def register_thunder_compiler(tc) -> None:
@@ -125,13 +130,14 @@ def stats() -> dict:
     with _lock:
         d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
              for k, v in _c.__dict__.items()}
-    kind = runtime.executor_kind()  # chosen first: a process may use the C API directly
+        used = "+".join(sorted(_executors))
+    runtime.executor_kind()  # loads the library first: a process may use the C API directly
     capi = runtime.capi_stats()
-    if capi is not None:
+    if capi is not None:  # the reference executor's compiles are counted here, the C ones there
         for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
-            d[k] = capi[k]
+            d[k] += capi[k]
         d["launches"] = capi["launches"]
-    d["executor"] = d["executor"] or kind
+    d["executor"] = used or runtime.executor_name(*runtime.plan_for(None))
     d["thunder_cache_misses"] = thunder_cache_misses()
     from .cache import cache_report
     d["cache"] = cache_report(d)
