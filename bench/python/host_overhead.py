@@ -18,7 +18,8 @@ frontend: tests/python/golden/seed_expert_mlp.ir) and a few token counts, median
                and PEFT dispatch, ATen dispatch), the cost (a) replaces
 Needs libdyngen.so (the C executor). Times are medians over repeated batches of calls
 (--clock wall: time.perf_counter_ns; cpu: time.thread_time_ns); nothing here is asserted. With
-build/bench/runtime_bench present, its C++ numbers for the same work (BM_LaunchPrepare, BM_LaunchPack) are printed too.
+build/bench/runtime_bench present, its C++ numbers for the same work (BM_LaunchPrepare,
+BM_LaunchPack) are printed too.
 """
 from __future__ import annotations
 
