@@ -68,7 +68,7 @@ DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float1
           "fp32": "float32", "float32": "float32"}
 
 
-# ---- command line -----------------------------------------------------------------------------------
+# ---- command line -------------------------------------------------------------------------------
 
 def _backends(value: str) -> list[str]:
     if value == "all":
@@ -189,7 +189,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-# ---- one backend ----------------------------------------------------------------------------------
+# ---- one backend --------------------------------------------------------------------------------
 
 def resolve_device(name: str):
     import torch
@@ -427,7 +427,7 @@ def _layers(args):
     return 2 if args.scale == "tiny" else None
 
 
-# ---- several backends ---------------------------------------------------------------------------------
+# ---- several backends ---------------------------------------------------------------------------
 
 def child_argv(args, kind: str, json_path: str) -> list[str]:
     a = [sys.executable, str(Path(__file__).resolve()), "--model", args.model,
@@ -562,9 +562,8 @@ def print_report(args, results: dict) -> int:
             print(f"\n[{kind}] error traceback (last lines):")
             print("\n".join(r["traceback"].strip().splitlines()[-8:]))
     if args.plot:
-        why = report.plot(args.plot, results,
-                          f"{args.model} ({args.scale}), mbs {args.mbs} x seq {_lengths_text(args)}",
-                          args.warmup_steps)
+        title = f"{args.model} ({args.scale}), mbs {args.mbs} x seq {_lengths_text(args)}"
+        why = report.plot(args.plot, results, title, args.warmup_steps)
         print(f"plot: {args.plot}" if why is None else f"plot not written: {why}")
     if args.json:
         print(f"json: {args.json}")

@@ -178,7 +178,7 @@ def event_total(d: dict) -> int:
     return sum(d[k] for k in TOTAL_KEYS)
 
 
-# ---- summary ---------------------------------------------------------------------------------------
+# ---- summary -------------------------------------------------------------------------------------
 
 def summarize(steps: list[dict], warmup: int, tokens_per_step: int) -> dict:
     """Steady-state figures over the measured steps (index >= warmup); Note [Compile time]."""

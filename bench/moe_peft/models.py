@@ -44,7 +44,8 @@ return m * 2). The MoE block then fails with "IndexError: too many indices for t
 1", under stock ThunderFX and dyngen.thunderfx alike. The shim computes the same value and the same
 gradients with plain ops (a straight-through term): with m = multiplier, g = masked_gates and e =
 selected_experts held constant,
-    out = m * mask_for_one + (h - h.detach()),   h = m * (scores.gather(-1, e) - sum(g * scores, -1))
+    out = m * mask_for_one + (h - h.detach()),
+    h = m * (scores.gather(-1, e) - sum(g * scores, -1))
 so d out / d scores = m * (onehot(e) - g) * grad, exactly the Function's backward, and the value is
 unchanged (h - h.detach() == 0). It is applied for every backend alike; --no-model-shims restores
 the original.
@@ -188,7 +189,8 @@ def apply_shims(model) -> list[str]:
         from transformers.models.phimoe import modeling_phimoe
 
         if modeling_phimoe.MultiplierProcessor is not _MultiplierStraightThrough:
-            modeling_phimoe._bench_original_MultiplierProcessor = modeling_phimoe.MultiplierProcessor
+            original = modeling_phimoe.MultiplierProcessor
+            modeling_phimoe._bench_original_MultiplierProcessor = original
             modeling_phimoe.MultiplierProcessor = _MultiplierStraightThrough
         done.append("modeling_phimoe.MultiplierProcessor -> straight-through formulation "
                     "(same value and gradients)")

@@ -88,8 +88,9 @@ def test_prebuild_found_by_a_second_process_for_sm90a(tmp_path):
 
 
 def test_prebuild_option_and_stats_counters(tmp_path, monkeypatch, fresh):
-    """compile_text's prebuild_archs (compile_ir's, which the backend option passes, works alike): a miss compiles, a repeat is
-    already cached; stats()["cache"] counts binaries from the cache and compiled."""
+    """compile_text's prebuild_archs (compile_ir's, which the backend option passes, works
+    alike): a miss compiles, a repeat is already cached; stats()["cache"] counts binaries from the
+    cache and compiled."""
     capi_or_skip()
     monkeypatch.setenv("DYNGEN_CACHE_DIR", str(tmp_path / "cache"))
     runtime.compile_text(GRAPH, "tiny", prebuild_archs=("sm_80",))

@@ -38,7 +38,9 @@ def _check(fn, make_args, grad=True, dtype_tol=None, sizes=SIZES):
 
 
 def _x(*shape, dtype=torch.float32, grad=True):
-    return lambda n: torch.randn(*[n if d == "n" else d for d in shape]).to(dtype).requires_grad_(grad)
+    def make(n):
+        return torch.randn(*[n if d == "n" else d for d in shape]).to(dtype).requires_grad_(grad)
+    return make
 
 
 BF16 = {"atol": 2e-2, "rtol": 2e-2}

@@ -128,7 +128,8 @@ def main(argv=None) -> int:
                 print(f"      ({expected[name]})")
             else:
                 regressions.append(name)
-    gained = [n for n, (o, _) in dyn.items() if o == "passed" and stock.get(n, ("",))[0] != "passed"]
+    gained = [n for n, (o, _) in dyn.items()
+              if o == "passed" and stock.get(n, ("",))[0] != "passed"]
     for name in gained:
         print(f"  passes only with dyngen: {name} (stock: {stock.get(name, ('missing',))[0]})")
     print(f"regressions: {len(regressions)}")

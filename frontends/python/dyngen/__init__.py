@@ -16,9 +16,10 @@ from .runtime import Executable, compile_ir, compile_text, executor_kind
 from .stats import reset_stats, stats
 from .cache import cache_dir  # also registers DYNGEN_CACHE_SUMMARY's report at exit
 
-__all__ = ["Unsupported", "ExportError", "FallbackError", "FallbackWarning", "InvalidGraph", "LaunchError", "LibraryNotFound",
-           "Exported", "export", "CompiledGraph", "compile_graph", "Executable", "compile_ir",
-           "compile_text", "executor_kind", "stats", "reset_stats", "thunderfx", "aot", "cache_dir"]
+__all__ = ["Unsupported", "ExportError", "FallbackError", "FallbackWarning", "InvalidGraph",
+           "LaunchError", "LibraryNotFound", "Exported", "export", "CompiledGraph", "compile_graph",
+           "Executable", "compile_ir", "compile_text", "executor_kind", "stats", "reset_stats",
+           "thunderfx", "aot", "cache_dir"]
 __version__ = "0.1.0"
 
 

@@ -6,9 +6,9 @@ expression becomes an IR SymExpr, with the sympy symbols renamed s0, s1, ... in 
 appearance among the inputs and their facts taken from the ShapeEnv (Dynamo: [2, inf]).
 
 Note [Export checks every node against PyTorch]
-Each IR node is typed by the core as it is built (Note [One IR] in ir.py). The exporter compares that type to
-the node's FakeTensor (dtype and every dim) and raises ExportError on any difference, so an IR
-graph that exports is one whose typing agrees with PyTorch's, op by op.
+Each IR node is typed by the core as it is built (Note [One IR] in ir.py). The exporter compares
+that type to the node's FakeTensor (dtype and every dim) and raises ExportError on any difference,
+so an IR graph that exports is one whose typing agrees with PyTorch's, op by op.
 
 Note [Export outputs]
 IR outputs are tensors only. An FX output may also be None, a Python number, a SymInt (AOTAutograd
@@ -294,7 +294,7 @@ class _Exporter:
 
     def _check_bindable(self) -> None:
         """Every symbol must be a whole input dim or a sym input somewhere: that is where a call
-        binds it (runtime.bind_symbols, dg_prepare)."""
+        binds it (Graph.bind_symbols in ir.py, dg_prepare in the core)."""
         g = self.b
         whole = set()
         for vid in g.inputs:

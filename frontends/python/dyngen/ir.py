@@ -365,7 +365,8 @@ class GraphBuilder:
         self.b.call("dg_builder_value_type", vid, ctypes.byref(dtype), ctypes.byref(rank), dims)
         if rank.value < 0:
             raise TypeError(f"%{vid} is not a tensor")
-        t = TensorType(DType(dtype.value), tuple(SymExpr(self.b, dims[d]) for d in range(rank.value)))
+        shape = tuple(SymExpr(self.b, dims[d]) for d in range(rank.value))
+        t = TensorType(DType(dtype.value), shape)
         self.values[vid] = Value(type=t)
         return t
 

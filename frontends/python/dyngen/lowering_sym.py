@@ -44,7 +44,9 @@ class SymBool:
         if self.op in ("and", "or"):
             a, b = self.lhs.materialize(c), self.rhs.materialize(c)
             both = c.op("add", [c.cast(a, DType.I64), c.cast(b, DType.I64)])
-            return c.op("ge" if self.op == "or" else "eq", [both, c.const(1 if self.op == "or" else 2)])
+            # a or b: a + b >= 1; a and b: a + b == 2
+            op, bound = ("ge", 1) if self.op == "or" else ("eq", 2)
+            return c.op(op, [both, c.const(bound)])
         return c.op(self.op, [c.sym_scalar(c.ex.sym(self.lhs), DType.I64),
                               c.sym_scalar(c.ex.sym(self.rhs), DType.I64)])
 

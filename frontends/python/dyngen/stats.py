@@ -23,10 +23,10 @@ from .options import log, options
 # rest run as ATen ops (partition.py, Note [Partial graphs]); "aten" ATen graphs that ran whole as
 # ATen ops; "thunder" Dynamo graphs Thunder ran (counted at their first call, once their outputs
 # passed the check of Note [When Thunder fails]); "eager" Dynamo graphs that ran eagerly because
-# Thunder (or AOTAutograd) failed on them. ops_where counts the call nodes of those graphs the same way ("dyngen":
-# inside dyngen's executables, "aten": run by PyTorch inside dyngen's graphs, "thunder" and
-# "eager": nodes of the Dynamo graphs given to Thunder or run eagerly). Both are counted when a
-# graph is compiled (Thunder's: first run), once per graph, not per call.
+# Thunder (or AOTAutograd) failed on them. ops_where counts the call nodes of those graphs the
+# same way ("dyngen": inside dyngen's executables, "aten": run by PyTorch inside dyngen's graphs,
+# "thunder" and "eager": nodes of the Dynamo graphs given to Thunder or run eagerly). Both are
+# counted when a graph is compiled (Thunder's: first run), once per graph, not per call.
 GRAPH_PLACES = ("dyngen", "partial", "aten", "thunder", "eager")
 OP_PLACES = ("dyngen", "aten", "thunder", "eager")
 
