@@ -234,3 +234,42 @@ def test_executor_follows_the_tensors(opts):
     assert runtime.plan_for(None) == ("capi", "cuda:0")
     opts(executor="reference")
     assert runtime.plan_for(torch.device("cuda", 0)) == ("reference", None)
+
+
+TWO_MATMULS = """graph @two_matmuls
+sym s0 in [1, inf] div 1
+input %x: f32[s0, 8]
+input %w1: f32[8, 16]
+input %w2: f32[16, 4]
+%h: f32[s0, 16] = matmul(%x, %w1)
+%a: f32[s0, 16] = silu(%h)
+%y: f32[s0, 4] = matmul(%a, %w2)
+output %y
+"""
+
+
+def test_call_path_plans_follow_every_call(opts):
+    """Note [The call path]: a plan per shape set, new data pointers on every call, a workspace
+    that is reused while large enough and grown when not, fresh outputs each call, and inputs
+    that disagree with the plan's graph refused as in a first call."""
+    opts(executor="emulate")
+    exe = dyngen.compile_text(TWO_MATMULS, "two_matmuls")
+    w1, w2 = torch.randn(8, 16), torch.randn(16, 4)
+    kept = []
+    for n in (3, 70, 3, 1, 70):
+        x = torch.randn(n, 8)  # a new tensor (and pointer) every call
+        (y,) = exe.run([x, w1, w2])
+        torch.testing.assert_close(y, torch.nn.functional.silu(x @ w1) @ w2,
+                                   rtol=1e-4, atol=1e-5)
+        kept.append((x, y, y.clone()))
+    assert len({y.data_ptr() for _, y, _ in kept}) == len(kept)  # no output reused
+    for _, y, copy in kept:  # later calls (and their workspace) wrote none of them
+        assert torch.equal(y, copy)
+    assert len(exe._state().plans) == 3  # n = 3, 70 and 1
+    assert exe._state().workspace.numel() >= 70 * 16 * 4
+    with pytest.raises(dyngen.LaunchError, match="input 0"):
+        exe.run([torch.randn(5, 8, dtype=torch.float64), w1, w2])
+    with pytest.raises(dyngen.LaunchError):
+        exe.run([torch.randn(5, 9), w1, w2])
+    with pytest.raises(dyngen.LaunchError):
+        exe.run([torch.randn(5, 8), w1])

@@ -295,17 +295,8 @@ class CapiExecutable(Executable):
 
     def _plan(self, st, inputs, key):
         """Packs these inputs, runs dg_prepare and keeps the plan under `key`."""
-        ins = _pack_inputs(inputs, self._as_device)  # raises LaunchError naming a bad input
-        nout = self.num_outputs
-        outs = (DgTensor * max(1, nout))()
-        ws = ctypes.c_size_t()
-        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, nout, ctypes.byref(ws)),
-               "dg_prepare")
-        specs = []
-        for k in range(nout):
-            f = _DG_TENSOR.unpack_from(outs, k * _DG_TENSOR.size)
-            rank = f[1 + DG_MAX_RANK]
-            specs.append((tuple(f[1:1 + rank]), _TORCH_DTYPE[f[2 + DG_MAX_RANK]]))
+        ins, outs, _, codes, ws_bytes = self._prepare(inputs)  # LaunchError names a bad input
+        specs = [(tuple(shape), _TORCH_DTYPE[code]) for shape, code in codes]
         # Outputs go where the kernels run: the CUDA tensors' device (a 0-d CPU scalar beside
         # them does not count), else the CPU.
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -322,7 +313,7 @@ class CapiExecutable(Executable):
         in_slots = [k * words for k, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
         if len(st.plans) >= self._PLANS_MAX:
             st.plans.clear()
-        plan = st.plans[key] = _Plan(ins, in_slots, outs, words, protos, ws.value, like)
+        plan = st.plans[key] = _Plan(ins, in_slots, outs, words, protos, ws_bytes, like)
         return plan
 
     def run(self, inputs, *, dry_run: bool = False):
