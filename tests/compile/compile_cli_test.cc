@@ -12,25 +12,14 @@
 #include <memory>
 #include <string>
 
+#include "cli_process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int exit_code;
-  std::string out;
-};
-
-CliResult run_cli(const std::string& args) {
-  std::string cmd = std::string(DG_CLI) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+using dg::testing::CliResult;
+using dg::testing::run_cli;
 
 std::string fixture() { return std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir"; }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "cli_process.h"
 #include "ir/sha256.h"
 #include "ir/text_format.h"
 #include "runtime/cache_entry.h"
@@ -36,16 +37,7 @@ std::string read(const std::string& path) {
   return s;
 }
 
-std::pair<int, std::string> run_cli(const std::string& args) {
-  std::string cmd = std::string(DG_CLI) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+using dg::testing::run_cli;
 
 const std::string kSeed = std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir";
 const std::string kLora = std::string(DG_CLI_FIXTURES_DIR) + "/lora_mlp.dgir";
