@@ -18,6 +18,7 @@
 // GEMM nodes that no fusion pass grouped take part as groups of one. Not grouped: weight-gradient
 // groups, GEMMs over K segments (a `cat` member), batched matmuls.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <set>
 
@@ -98,25 +99,33 @@ std::optional<GemmSignature> signature(const FusionAssignment& fa,
   return s;
 }
 
-// True when some node of `to` depends on some node of `from` (`from` before `to` in node order).
-bool reaches(const Graph& g, const std::vector<int>& from, const std::vector<int>& to) {
-  std::vector<bool> reached(g.nodes.size(), false);
-  for (int f : from) reached[f] = true;
-  std::set<int> targets(to.begin(), to.end());
-  for (size_t i = *std::min_element(from.begin(), from.end()); i < g.nodes.size(); ++i) {
-    if (reached[i]) continue;
+// For each candidate, the candidates it depends on (a path from one of their members to one of
+// its members), as bitsets: one pass over the nodes in order, so large graphs with many GEMMs of
+// one shape stay cheap.
+std::vector<std::vector<uint64_t>> candidate_ancestors(const Graph& g,
+                                                       const std::vector<Candidate>& candidates) {
+  const size_t words = (candidates.size() + 63) / 64;
+  std::vector<int> candidate_of(g.nodes.size(), -1);
+  for (size_t c = 0; c < candidates.size(); ++c)
+    for (int m : candidates[c].members) candidate_of[m] = static_cast<int>(c);
+  // reached[i]: the candidates with a member that is node i or one of its ancestors.
+  std::vector<std::vector<uint64_t>> reached(g.nodes.size(), std::vector<uint64_t>(words, 0));
+  std::vector<std::vector<uint64_t>> ancestors(candidates.size(), std::vector<uint64_t>(words, 0));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (ValueId in : g.nodes[i].inputs) {
       int p = producer_of(g, in);
-      if (p >= 0 && reached[p]) reached[i] = true;
+      if (p < 0) continue;
+      for (size_t w = 0; w < words; ++w) reached[i][w] |= reached[p][w];
     }
-    if (reached[i] && targets.count(static_cast<int>(i))) return true;
+    if (int c = candidate_of[i]; c >= 0) {
+      for (size_t w = 0; w < words; ++w) ancestors[c][w] |= reached[i][w];
+      reached[i][c / 64] |= uint64_t{1} << (c % 64);
+    }
   }
-  return false;
+  return ancestors;
 }
 
-bool independent(const Graph& g, const std::vector<int>& a, const std::vector<int>& b) {
-  return !reaches(g, a, b) && !reaches(g, b, a);
-}
+bool has(const std::vector<uint64_t>& bits, size_t c) { return (bits[c / 64] >> (c % 64)) & 1; }
 
 }  // namespace
 
@@ -134,18 +143,24 @@ Graph group_independent_gemms(const Graph& g) {
     if (std::optional<GemmSignature> s = signature(fa, members))
       candidates.push_back({id, std::move(members), *s});
   }
+  if (candidates.size() < 2) return g;
+  const std::vector<std::vector<uint64_t>> ancestors = candidate_ancestors(g, candidates);
+  // No path between any two problems: then none between the merged group and itself either.
+  auto independent = [&](size_t c, size_t d) {
+    return !has(ancestors[c], d) && !has(ancestors[d], c);
+  };
   std::vector<bool> taken(candidates.size(), false);
   bool changed = false;
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (taken[c]) continue;
     std::vector<size_t> problems = {c};
-    std::vector<int> all = candidates[c].members;
     for (size_t d = c + 1; d < candidates.size() && problems.size() < kMaxProblems; ++d) {
       if (taken[d] || !(candidates[d].signature == candidates[c].signature)) continue;
-      if (!independent(g, all, candidates[d].members)) continue;
+      bool free = true;
+      for (size_t p : problems) free = free && independent(p, d);
+      if (!free) continue;
       taken[d] = true;
       problems.push_back(d);
-      all.insert(all.end(), candidates[d].members.begin(), candidates[d].members.end());
     }
     if (problems.size() < 2) continue;
     int64_t id = candidates[c].group ? candidates[c].group : fa.create(candidates[c].members);
