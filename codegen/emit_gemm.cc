@@ -241,9 +241,9 @@ std::string scalar_stores(const GemmKernelSpec& spec) {
          "  }\n";
 }
 
-// The scalar tile's code after its shared memory (Note [Simple GEMM]): the spec's shape, strides
-// and dtypes, operands read through `ops`, then `stores` with the accumulators c<j> in scope.
-// K segments add their buffers to `params`.
+// The scalar tile's code (Note [Simple GEMM]): the spec's shape, strides and dtypes, its shared
+// memory at function scope, operands read through `ops`, then `stores` with the accumulators c<j>
+// in scope. K segments add their buffers to `params`.
 std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
                         const std::string& stores, KernelParams& params) {
   const std::string acc = compute_ctype(spec.acc_dtype);
@@ -303,7 +303,7 @@ std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
       batched ? "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n"
               : "";
   return "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
-         c_expr(spec.K) + ";\n" + batch_open + bases +
+         c_expr(spec.K) + ";\n" + scalar_shared(spec) + batch_open + bases +
          "  const long long c_base = " + (batched ? "bz * M * N" : "0") + ";\n"
          "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
          "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops + stores +
@@ -327,8 +327,7 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
     ops.b_base.push_back(c_expr(b.offset));
   }
   std::string body = scalar_body(spec, ops, scalar_stores(spec), spec.params);
-  std::string src =
-      kernel_header(launch.name, 256, spec.params, ctx) + scalar_shared(spec) + body + "}\n";
+  std::string src = kernel_header(launch.name, 256, spec.params, ctx) + body + "}\n";
   launch.buffers = spec.params.buffers();
   ctx.add_kernel(std::move(launch), src);
 }
@@ -504,7 +503,7 @@ std::string grouped_scalar_source(LoweringContext& ctx,
     ops.b.push_back("b_ptr" + J);
     ops.b_base.push_back(by_problem(b_base[j]));
   }
-  return kernel_header(name, 256, params, ctx) + scalar_shared(first) + pointers +
+  return kernel_header(name, 256, params, ctx) + pointers +
          scalar_body(first, ops, branch_by_problem(stores), params) + "}\n";
 }
 
