@@ -1,5 +1,6 @@
 // GEMM kernels for fusion groups and plain linear / matmul nodes: the tensor-core template of
 // dg_gemm.cuh where the operands allow it (Note [Tensor-core GEMM]), the scalar tile otherwise.
+#include <optional>
 #include <stdexcept>
 
 #include "codegen/c_expr.h"
@@ -74,10 +75,50 @@ std::string operand_load(const GemmOperandRef& op, const std::string& name,
   return "dg_convert<" + acc + ">(" + v + ")";
 }
 
-std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc) {
-  std::string s = "  auto epi = [&](long long row, int col, " + acc + " acc0";
+std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
+                            const std::string& name = "epi") {
+  std::string s = "  auto " + name + " = [&](long long row, int col, " + acc + " acc0";
   if (spec.b.size() == 2) s += ", " + acc + " acc1";
   return s + ") {\n" + spec.epilogue + "  };\n";
+}
+
+std::string tile_template(const TileConfig& t) {
+  return "DgGemmTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
+         std::to_string(t.bk) + ", " + std::to_string(t.warps_m) + ", " +
+         std::to_string(t.warps_n) + ", " + std::to_string(t.stages) + ">";
+}
+
+std::string tc_tag(const TileConfig& t) {
+  return "[tensor cores " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
+         std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages";
+}
+
+std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
+                          const LoweringContext& ctx) {
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
+         name + "(" + params.declaration() + ctx.symbol_params() + ") {\n";
+}
+
+// The block's tile origin (m0, n0) and its zeroed tensor-core accumulators; blocks past M or N
+// return (uniform over the block).
+std::string tc_block_setup(const std::string& nb) {
+  return "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
+         "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n"
+         "  if (m0 >= M || n0 >= N) return;\n"
+         "  float acc[" + nb + "][Tile::MT][Tile::NT][4];\n"
+         "  DG_UNROLL\n  for (int j = 0; j < " + nb + "; ++j)\n"
+         "    DG_UNROLL\n    for (int mt = 0; mt < Tile::MT; ++mt)\n"
+         "      DG_UNROLL\n      for (int nt = 0; nt < Tile::NT; ++nt)\n"
+         "        DG_UNROLL\n        for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;\n";
+}
+
+std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::string& a,
+                        const std::string& lda, const std::string& b, const std::string& ldb,
+                        const std::string& K) {
+  return "  {\n    const dg_bf16* const b[" + nb + "] = {" + b + "};\n" +
+         "    dg_gemm_mainloop<Tile, " + (at ? "true" : "false") + ", " + (bkn ? "true" : "false") +
+         ", " + nb + ">(acc, " + a + ", " + lda + ", b, " + ldb + ", m0, M, n0, N, 0, " + K +
+         ");\n  }\n";
 }
 
 // The kernel of a GEMM over K segments: the tensor-core mainloop once per segment into the same
@@ -95,25 +136,12 @@ std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec,
             c_expr(b.offset);
     auto la = tc_layout(seg.a, spec.M, seg.K, false);
     auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
-    loops += "  {\n    const dg_bf16* const b[" + nb + "] = {" + bs + "};\n" +
-             "    dg_gemm_mainloop<Tile, " + (at ? "true" : "false") + ", " +
-             (bkn ? "true" : "false") + ", " + nb + ">(acc, " + pa + " + " + c_expr(seg.a.offset) +
-             ", " + c_expr(la->ld) + ", b, " + c_expr(lb->ld) + ", m0, M, n0, N, 0, " +
-             c_expr(seg.K) + ");\n  }\n";
+    loops += tc_mainloop(nb, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
+                         c_expr(lb->ld), c_expr(seg.K));
   }
-  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
-         name + "(" + spec.params.declaration() + ctx.symbol_params() + ") {\n" +
-         "  typedef " + tile + " Tile;\n"
+  return kernel_header(name, threads, spec.params, ctx) + "  typedef " + tile + " Tile;\n" +
          "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ";\n" +
-         "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") +
-         "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
-         "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n"
-         "  if (m0 >= M || n0 >= N) return;\n"
-         "  float acc[" + nb + "][Tile::MT][Tile::NT][4];\n"
-         "  DG_UNROLL\n  for (int j = 0; j < " + nb + "; ++j)\n"
-         "    DG_UNROLL\n    for (int mt = 0; mt < Tile::MT; ++mt)\n"
-         "      DG_UNROLL\n      for (int nt = 0; nt < Tile::NT; ++nt)\n"
-         "        DG_UNROLL\n        for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;\n" +
+         "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") + tc_block_setup(nb) +
          loops + "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, epi);\n}\n";
 }
 
@@ -122,39 +150,32 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   const int64_t N = *spec.N.as_const(), K = *spec.K.as_const();
   const int nb = static_cast<int>(spec.b.size());
   const TileConfig t = choose_tile(spec.M, N, nb);
-  const std::string pa = spec.params.add(spec.a.buffer, DType::kBF16, false);
-  std::vector<std::string> pb;
-  for (const GemmOperandRef& b : spec.b) pb.push_back(spec.params.add(b.buffer, DType::kBF16, false));
-  const std::string tile = "DgGemmTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) +
-                           ", " + std::to_string(t.bk) + ", " + std::to_string(t.warps_m) + ", " +
-                           std::to_string(t.warps_n) + ", " + std::to_string(t.stages) + ">";
   const int threads = 32 * t.warps_m * t.warps_n;
   KernelLaunch launch;
   launch.name = ctx.kernel_name(spec.what);
-  launch.summary = spec.summary + " [tensor cores " + std::to_string(t.bm) + "x" +
-                   std::to_string(t.bn) + "x" + std::to_string(t.bk) + ", " +
-                   std::to_string(t.stages) + " stages]";
+  launch.summary = spec.summary + " " + tc_tag(t) + "]";
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
   launch.block = {threads, 1, 1};
-  launch.buffers = spec.params.buffers();
   launch.nodes = spec.nodes;
-  auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
+  std::string src;
   if (!spec.k_segments.empty()) {
-    std::string src =
-        segmented_tc_source(ctx, spec, launch.name, tile, threads, la.transposed, lb.transposed);
-    launch.buffers = spec.params.buffers();
-    ctx.add_kernel(std::move(launch), src);
-    return;
+    src = segmented_tc_source(ctx, spec, launch.name, tile_template(t), threads, la.transposed,
+                              lb.transposed);
+  } else {
+    const std::string pa = spec.params.add(spec.a.buffer, DType::kBF16, false);
+    std::vector<std::string> pb;
+    for (const GemmOperandRef& b : spec.b)
+      pb.push_back(spec.params.add(b.buffer, DType::kBF16, false));
+    auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
+    src = kernel_header(launch.name, threads, spec.params, ctx) + "  const long long M = " +
+          c_expr(spec.M) + ";\n  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") +
+          "  dg_gemm_tc<" + tile_template(t) + ", " + std::to_string(N) + ", " +
+          std::to_string(K) + ", " + (la.transposed ? "true" : "false") + ", " +
+          (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa + " + " +
+          c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
+          b_ptr(nb == 2 ? 1 : 0) + ", " + c_expr(lb.ld) + ", M, epi);\n}\n";
   }
-  std::string src =
-      "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
-      launch.name + "(" + spec.params.declaration() + ctx.symbol_params() + ") {\n" +
-      "  const long long M = " + c_expr(spec.M) + ";\n  const long long c_base = 0;\n" +
-      epilogue_lambda(spec, "float") + "  dg_gemm_tc<" + tile + ", " + std::to_string(N) + ", " +
-      std::to_string(K) + ", " + (la.transposed ? "true" : "false") + ", " +
-      (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa + " + " +
-      c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
-      b_ptr(nb == 2 ? 1 : 0) + ", " + c_expr(lb.ld) + ", M, epi);\n}\n";
+  launch.buffers = spec.params.buffers();
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -190,25 +211,47 @@ std::string tile_load(const std::string& dst, const std::string& src, const std:
 // M (the token count) is unbounded, so GEMM tiles of M go on gridDim.x (2^31 - 1 blocks); N is a
 // weight dim, on gridDim.y (65,535 tiles); batches beyond gridDim.z's 65,535 are looped over
 // inside the kernel.
-void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
+// Where the scalar tile reads its operands: pointer expressions, and the offsets of element
+// (0, 0) of A and of each B (the spec's strides apply).
+struct ScalarOperands {
+  std::string a, a_base;
+  std::vector<std::string> b, b_base;
+};
+
+std::string scalar_shared(const GemmKernelSpec& spec) {
+  const std::string acc = compute_ctype(spec.acc_dtype);
+  std::string smem = "  __shared__ " + acc + " As[16][64 + 1];\n";
+  for (size_t j = 0; j < spec.b.size(); ++j)
+    smem += "  __shared__ " + acc + " Bs" + std::to_string(j) + "[16][64 + 1];\n";
+  return smem;
+}
+
+// The epilogue lambda and the calls for the thread's 4x4 micro-tile, in the scalar tile's scope.
+std::string scalar_stores(const GemmKernelSpec& spec) {
+  std::string call_args;
+  for (size_t j = 0; j < spec.b.size(); ++j) call_args += ", c" + std::to_string(j) + "[i][j]";
+  return epilogue_lambda(spec, compute_ctype(spec.acc_dtype)) +
+         "  DG_UNROLL for (int i = 0; i < 4; ++i) {\n"
+         "    const long long row = m0 + ty + 16 * i;\n"
+         "    if (row >= M) continue;\n"
+         "    DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
+         "      const long long col = n0 + tx + 16 * j;\n"
+         "      if (col < N) epi(row, (int)col" + call_args + ");\n"
+         "    }\n"
+         "  }\n";
+}
+
+// The scalar tile's code (Note [Simple GEMM]): the spec's shape, strides and dtypes, its shared
+// memory at function scope, operands read through `ops`, then `stores` with the accumulators c<j>
+// in scope. K segments add their buffers to `params`.
+std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
+                        const std::string& stores, KernelParams& params) {
   const std::string acc = compute_ctype(spec.acc_dtype);
   const size_t nb = spec.b.size();
-  const std::string pa = spec.params.add(spec.a.buffer, spec.a.load_dtype, false);
-  std::vector<std::string> pb;
-  for (const GemmOperandRef& b : spec.b) pb.push_back(spec.params.add(b.buffer, b.load_dtype, false));
   SymExpr batch = TensorType{DType::kF32, spec.batch}.numel();
-  KernelLaunch launch;
-  launch.name = ctx.kernel_name(spec.what);
-  launch.summary = spec.summary + " [scalar tile 64x64]";
-  launch.grid = {ceildiv(spec.M, SymExpr(64)), ceildiv(spec.N, SymExpr(64)),
-                 min(batch, SymExpr(65535))};
-  launch.block = {256, 1, 1};
-  launch.buffers = spec.params.buffers();
-  launch.nodes = spec.nodes;
-
-  std::string bases = "  long long a_base = " + c_expr(spec.a.offset) + ";\n";
+  std::string bases = "  long long a_base = " + ops.a_base + ";\n";
   for (size_t j = 0; j < nb; ++j)
-    bases += "  long long b_base" + std::to_string(j) + " = " + c_expr(spec.b[j].offset) + ";\n";
+    bases += "  long long b_base" + std::to_string(j) + " = " + ops.b_base[j] + ";\n";
   if (!spec.batch.empty()) {
     bases += "  {\n" + unravel(spec.batch, "bz");
     bases += "    a_base += " + offset_expr(spec.a.batch_strides) + ";\n";
@@ -217,16 +260,15 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
                ";\n";
     bases += "  }\n";
   }
-  std::string loads = tile_load("As", pa, "a_base", acc, spec.a, true);
-  std::string fma, decl, call_args;
+  std::string loads = tile_load("As", ops.a, "a_base", acc, spec.a, true);
+  std::string fma, decl;
   for (size_t j = 0; j < nb; ++j) {
     std::string J = std::to_string(j);
-    loads += tile_load("Bs" + J, pb[j], "b_base" + J, acc, spec.b[j], false);
+    loads += tile_load("Bs" + J, ops.b[j], "b_base" + J, acc, spec.b[j], false);
     decl += "  " + acc + " c" + J + "[4][4] = {};\n";
     fma += "      DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
            "        const " + acc + " bv = Bs" + J + "[kk][tx + 16 * j];\n"
            "        DG_UNROLL for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
-    call_args += ", c" + J + "[i][j]";
   }
   const std::string k_body =
       "    __syncthreads();\n"
@@ -240,12 +282,12 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
     if (!spec.batch.empty()) throw std::logic_error("a batched GEMM over K segments");
     k_loops.clear();
     for (const GemmKSegment& seg : spec.k_segments) {
-      std::string seg_loads = tile_load("As", spec.params.add(seg.a.buffer, seg.a.load_dtype, false),
+      std::string seg_loads = tile_load("As", params.add(seg.a.buffer, seg.a.load_dtype, false),
                                         "a_base", acc, seg.a, true);
       std::string seg_bases = "    const long long a_base = " + c_expr(seg.a.offset) + ";\n";
       for (size_t j = 0; j < nb; ++j) {
         std::string J = std::to_string(j);
-        seg_loads += tile_load("Bs" + J, spec.params.add(seg.b[j].buffer, seg.b[j].load_dtype, false),
+        seg_loads += tile_load("Bs" + J, params.add(seg.b[j].buffer, seg.b[j].load_dtype, false),
                                "b_base" + J, acc, seg.b[j], false);
         seg_bases += "    const long long b_base" + J + " = " + c_expr(seg.b[j].offset) + ";\n";
       }
@@ -253,35 +295,40 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
                  "    for (long long k0 = 0; k0 < K; k0 += 16) {\n" + seg_loads + k_body +
                  "    }\n  }\n";
     }
-    launch.buffers = spec.params.buffers();
   }
-  std::string smem = "  __shared__ " + acc + " As[16][64 + 1];\n";
-  for (size_t j = 0; j < nb; ++j)
-    smem += "  __shared__ " + acc + " Bs" + std::to_string(j) + "[16][64 + 1];\n";
   // Only a batched GEMM loops over blockIdx.z (Note [Grid limits]); the loop's induction
   // variable alone made the unbatched fused kernels spill.
   const bool batched = !spec.batch.empty();
   const std::string batch_open =
       batched ? "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n"
               : "";
-  std::string src =
-      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-      spec.params.declaration() + ctx.symbol_params() + ") {\n" +
-      "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
-      c_expr(spec.K) + ";\n" + smem + batch_open + bases +
-      "  const long long c_base = " + (batched ? "bz * M * N" : "0") + ";\n"
-      "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
-      "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops +
-      epilogue_lambda(spec, acc) +
-      "  DG_UNROLL for (int i = 0; i < 4; ++i) {\n"
-      "    const long long row = m0 + ty + 16 * i;\n"
-      "    if (row >= M) continue;\n"
-      "    DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
-      "      const long long col = n0 + tx + 16 * j;\n"
-      "      if (col < N) epi(row, (int)col" + call_args + ");\n"
-      "    }\n"
-      "  }\n" + (batched ? "  }\n" : "") +
-      "}\n";
+  return "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
+         c_expr(spec.K) + ";\n" + scalar_shared(spec) + batch_open + bases +
+         "  const long long c_base = " + (batched ? "bz * M * N" : "0") + ";\n"
+         "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
+         "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops + stores +
+         (batched ? "  }\n" : "");
+}
+
+void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
+  SymExpr batch = TensorType{DType::kF32, spec.batch}.numel();
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name(spec.what);
+  launch.summary = spec.summary + " [scalar tile 64x64]";
+  launch.grid = {ceildiv(spec.M, SymExpr(64)), ceildiv(spec.N, SymExpr(64)),
+                 min(batch, SymExpr(65535))};
+  launch.block = {256, 1, 1};
+  launch.nodes = spec.nodes;
+  ScalarOperands ops;
+  ops.a = spec.params.add(spec.a.buffer, spec.a.load_dtype, false);
+  ops.a_base = c_expr(spec.a.offset);
+  for (const GemmOperandRef& b : spec.b) {
+    ops.b.push_back(spec.params.add(b.buffer, b.load_dtype, false));
+    ops.b_base.push_back(c_expr(b.offset));
+  }
+  std::string body = scalar_body(spec, ops, scalar_stores(spec), spec.params);
+  std::string src = kernel_header(launch.name, 256, spec.params, ctx) + body + "}\n";
+  launch.buffers = spec.params.buffers();
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -327,6 +374,175 @@ void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec) {
     return;
   }
   emit_scalar(ctx, spec);
+}
+
+namespace {
+
+// The kernel a spec lowers to, as text: the tile (kind and size), M, N and K, and what the shared
+// mainloop spells into its code (the operands' dtypes and, on the scalar tile, their strides;
+// the tensor-core mainloop takes its leading dimensions at run time). Empty when the spec cannot
+// be one problem of a grouped kernel (K segments, batch dims).
+std::string grouping_key(const GemmKernelSpec& spec) {
+  if (!spec.k_segments.empty() || !spec.batch.empty()) return "";
+  std::string key = " nb=" + std::to_string(spec.b.size()) + " M=" + spec.M.to_string() +
+                    " N=" + spec.N.to_string() + " K=" + spec.K.to_string();
+  if (tensor_core_eligible(spec)) {
+    const TileConfig t = choose_tile(spec.M, *spec.N.as_const(), static_cast<int>(spec.b.size()));
+    return "tc " + tile_template(t) +
+           (tc_layout(spec.a, spec.M, spec.K, false)->transposed ? " AT" : "") +
+           (tc_layout(spec.b[0], spec.K, spec.N, true)->transposed ? " BKN" : "") + key;
+  }
+  key = "scalar " + compute_ctype(spec.acc_dtype) + key;
+  std::vector<const GemmOperandRef*> operands = {&spec.a};
+  for (const GemmOperandRef& b : spec.b) operands.push_back(&b);
+  for (const GemmOperandRef* op : operands)
+    key += " " + ctype(op->load_dtype) + ">" + ctype(op->value_dtype) + "(" +
+           op->row_stride.to_string() + ", " + op->col_stride.to_string() + ")";
+  return key;
+}
+
+// `values[p]` for the block's problem: the value itself when all agree.
+std::string by_problem(const std::vector<std::string>& values) {
+  std::string s = values.back();
+  for (size_t p = values.size() - 1; p-- > 0;)
+    if (values[p] != values.back())
+      s = "problem == " + std::to_string(p) + " ? " + values[p] + " : " + s;
+  return s == values.back() ? s : "(" + s + ")";
+}
+
+std::string indented(const std::string& code) {
+  std::string out;
+  for (size_t at = 0; at < code.size();) {
+    size_t end = code.find('\n', at);
+    end = end == std::string::npos ? code.size() : end + 1;
+    out += "  " + code.substr(at, end - at);
+    at = end;
+  }
+  return out;
+}
+
+// code[p] run by the blocks of problem p; blockIdx.z < the problem count, so the last problem is
+// the plain `else`.
+std::string branch_by_problem(const std::vector<std::string>& code) {
+  std::string s;
+  for (size_t p = 0; p < code.size(); ++p) {
+    s += p == 0 ? "  if (problem == 0) {\n"
+                : p + 1 < code.size() ? "  } else if (problem == " + std::to_string(p) + ") {\n"
+                                      : "  } else {\n";
+    s += indented(code[p]);
+  }
+  return s + "  }\n";
+}
+
+std::string node_list(const Graph& g, const std::vector<int>& nodes) {
+  std::string s;
+  for (int i : nodes)
+    s += (s.empty() ? "" : " ") + std::string(op_name(g.nodes[i].op)) + "%" +
+         std::to_string(g.nodes[i].output);
+  return s;
+}
+
+// A grouped kernel on tensor cores: one mainloop over the block's problem's operands, then that
+// problem's epilogue.
+std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                              KernelParams& params, const std::string& name, const TileConfig& t) {
+  const GemmKernelSpec& first = problems[0];
+  const std::string nb = std::to_string(first.b.size());
+  const bool at = tc_layout(first.a, first.M, first.K, false)->transposed;
+  const bool bkn = tc_layout(first.b[0], first.K, first.N, true)->transposed;
+  std::vector<std::string> a, lda, ldb, epilogues;
+  std::vector<std::vector<std::string>> b(first.b.size());
+  std::string lambdas;
+  for (size_t p = 0; p < problems.size(); ++p) {
+    const GemmKernelSpec& spec = problems[p];
+    a.push_back(params.add(spec.a.buffer, DType::kBF16, false) + " + " + c_expr(spec.a.offset));
+    lda.push_back(c_expr(tc_layout(spec.a, spec.M, spec.K, false)->ld));
+    ldb.push_back(c_expr(tc_layout(spec.b[0], spec.K, spec.N, true)->ld));
+    for (size_t j = 0; j < spec.b.size(); ++j)
+      b[j].push_back(params.add(spec.b[j].buffer, DType::kBF16, false) + " + " +
+                     c_expr(spec.b[j].offset));
+    const std::string epi = "epi" + std::to_string(p);
+    lambdas += epilogue_lambda(spec, "float", epi);
+    epilogues.push_back("  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n");
+  }
+  std::string bs;
+  for (const std::vector<std::string>& bj : b) bs += (bs.empty() ? "" : ", ") + by_problem(bj);
+  return kernel_header(name, 32 * t.warps_m * t.warps_n, params, ctx) + "  typedef " +
+         tile_template(t) + " Tile;\n  const unsigned problem = blockIdx.z;\n" +
+         "  const long long M = " + c_expr(first.M) + ", N = " + c_expr(first.N) + ";\n" +
+         "  const long long c_base = 0;\n" + lambdas + tc_block_setup(nb) +
+         tc_mainloop(nb, at, bkn, by_problem(a), by_problem(lda), bs, by_problem(ldb),
+                     c_expr(first.K)) +
+         branch_by_problem(epilogues) + "}\n";
+}
+
+// A grouped kernel on the scalar tile: one K loop over the block's problem's operands (the
+// problems share strides and dtypes), then that problem's epilogue and stores.
+std::string grouped_scalar_source(LoweringContext& ctx,
+                                  const std::vector<GemmKernelSpec>& problems,
+                                  KernelParams& params, const std::string& name) {
+  const GemmKernelSpec& first = problems[0];
+  std::vector<std::string> a, a_base, stores;
+  std::vector<std::vector<std::string>> b(first.b.size()), b_base(first.b.size());
+  for (const GemmKernelSpec& spec : problems) {
+    a.push_back(params.add(spec.a.buffer, spec.a.load_dtype, false));
+    a_base.push_back(c_expr(spec.a.offset));
+    for (size_t j = 0; j < spec.b.size(); ++j) {
+      b[j].push_back(params.add(spec.b[j].buffer, spec.b[j].load_dtype, false));
+      b_base[j].push_back(c_expr(spec.b[j].offset));
+    }
+    stores.push_back(scalar_stores(spec));
+  }
+  std::string pointers = "  const unsigned problem = blockIdx.z;\n  const " +
+                         ctype(first.a.load_dtype) + "* const a_ptr = " + by_problem(a) + ";\n";
+  ScalarOperands ops{"a_ptr", by_problem(a_base), {}, {}};
+  for (size_t j = 0; j < b.size(); ++j) {
+    const std::string J = std::to_string(j);
+    pointers += "  const " + ctype(first.b[j].load_dtype) + "* const b_ptr" + J + " = " +
+                by_problem(b[j]) + ";\n";
+    ops.b.push_back("b_ptr" + J);
+    ops.b_base.push_back(by_problem(b_base[j]));
+  }
+  return kernel_header(name, 256, params, ctx) + pointers +
+         scalar_body(first, ops, branch_by_problem(stores), params) + "}\n";
+}
+
+}  // namespace
+
+bool gemms_share_a_kernel(const std::vector<GemmKernelSpec>& problems) {
+  if (problems.empty()) return false;
+  const std::string key = grouping_key(problems[0]);
+  for (const GemmKernelSpec& p : problems)
+    if (key.empty() || grouping_key(p) != key) return false;
+  return true;
+}
+
+void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                       KernelParams params) {
+  if (!gemms_share_a_kernel(problems)) throw std::logic_error("GEMMs that cannot share a kernel");
+  const GemmKernelSpec& first = problems[0];
+  const bool tc = tensor_core_eligible(first);
+  const TileConfig t =
+      tc ? choose_tile(first.M, *first.N.as_const(), static_cast<int>(first.b.size()))
+         : TileConfig{64, 64, 16, 0, 0, 0};  // the scalar tile (Note [Simple GEMM])
+  KernelLaunch launch;
+  launch.name = ctx.kernel_name("grouped_" + first.what);
+  launch.grid = {ceildiv(first.M, SymExpr(t.bm)), ceildiv(first.N, SymExpr(t.bn)),
+                 SymExpr(static_cast<int64_t>(problems.size()))};
+  launch.block = {tc ? 32 * t.warps_m * t.warps_n : 256, 1, 1};
+  std::string summary;
+  for (const GemmKernelSpec& spec : problems) {
+    launch.nodes.insert(launch.nodes.end(), spec.nodes.begin(), spec.nodes.end());
+    summary += " {" + node_list(ctx.graph(), spec.nodes) + "}";
+  }
+  launch.summary = std::to_string(problems.size()) + " problems on blockIdx.z:" + summary +
+                   " M=" + first.M.to_string() + " N=" + first.N.to_string() +
+                   " K=" + first.K.to_string() + " " + (tc ? tc_tag(t) : "[scalar tile 64x64") +
+                   "]";
+  std::string src = tc ? grouped_tc_source(ctx, problems, params, launch.name, t)
+                       : grouped_scalar_source(ctx, problems, params, launch.name);
+  launch.buffers = params.buffers();
+  ctx.add_kernel(std::move(launch), src);
 }
 
 }  // namespace dg

@@ -178,8 +178,11 @@ GemmOperandRef gemm_operand(LoweringContext& ctx, const std::set<int>& members, 
   return op;
 }
 
-void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
-                     const std::set<int>& members, const std::vector<int>& anchors) {
+}  // namespace
+
+GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& order,
+                               const std::set<int>& members, const std::vector<int>& anchors,
+                               KernelParams& params) {
   const Graph& g = ctx.graph();
   const Node& first = g.nodes[anchors[0]];
   const TensorType& a_t = g.tensor(first.inputs[0]);
@@ -250,14 +253,13 @@ void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
 
   std::string index = unravel(lead, "row", "i");
   index += "    const long long i" + std::to_string(lead.size()) + " = col;\n";
-  ElementBody body(ctx, spec.params, members, out.shape, "c_base + row * " + c_expr(spec.N) +
-                   " + col", index);
+  ElementBody body(ctx, params, members, out.shape, "c_base + row * " + c_expr(spec.N) + " + col",
+                   index);
   for (size_t j = 0; j < anchors.size(); ++j) {
     const Node& an = g.nodes[anchors[j]];
     std::string acc = "acc" + std::to_string(j);
     if (an.inputs.size() == 3) {
-      std::string p = spec.params.add(ctx.buffer_of(an.inputs[2]), g.tensor(an.inputs[2]).dtype,
-                                      false);
+      std::string p = params.add(ctx.buffer_of(an.inputs[2]), g.tensor(an.inputs[2]).dtype, false);
       acc = "(" + acc + " + dg_convert<" + compute_ctype(spec.acc_dtype) + ">(" + p + "[col]))";
     }
     body.bind(an.output, acc);
@@ -282,6 +284,16 @@ void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
     body.add_node(n);
   }
   spec.epilogue = body.code();
+  return spec;
+}
+
+namespace {
+
+void emit_gemm_group(LoweringContext& ctx, const std::vector<int>& order,
+                     const std::set<int>& members, const std::vector<int>& anchors) {
+  KernelParams params;
+  GemmKernelSpec spec = gemm_group_spec(ctx, order, members, anchors, params);
+  spec.params = std::move(params);
   emit_gemm(ctx, std::move(spec));
 }
 
@@ -409,6 +421,8 @@ std::vector<int> group_anchors(const Graph& g, const std::vector<int>& members) 
 
 void emit_group(LoweringContext& ctx, const std::vector<int>& members) {
   if (is_wgrad_member(ctx.graph().nodes[members[0]])) return emit_wgrad_group(ctx, members);
+  if (gemm_problem(ctx.graph().nodes[members[0]]) >= 0)
+    return emit_grouped_gemm_group(ctx, members);
   std::set<int> set(members.begin(), members.end());
   std::vector<int> anchors = group_anchors(ctx.graph(), members);
   if (anchors.size() > 2) throw std::logic_error("a fusion group with more than two GEMMs");

@@ -63,4 +63,13 @@ bool tensor_core_eligible(const GemmKernelSpec& spec);
 // Emits the kernel (tensor cores when eligible) and records its launch.
 void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec);
 
+// True when the problems lower to the same kernel shape (the same tile kind and size, the same
+// operand layouts, M, N and K; no K segments, no batch), so one launch can run them all.
+bool gemms_share_a_kernel(const std::vector<GemmKernelSpec>& problems);
+// One kernel for all the problems, problem p on blockIdx.z == p (Note [Grouped GEMMs] in
+// passes/group_independent_gemms.cc); `params` holds every problem's epilogue buffers (their own
+// `params` are not read), A and B are added here. Needs gemms_share_a_kernel(problems).
+void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                       KernelParams params);
+
 }  // namespace dg

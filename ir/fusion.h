@@ -14,6 +14,10 @@
 //   strides, no copy kernel); and the epilogue: elementwise ops, casts, and matmul / linear nodes
 //   marked `epilogue_matmul = 1` whose small K is static (LoRA's rank-r update B(t)), each over the
 //   anchors' output shape, evaluated per output element from the fp32 accumulators.
+// - Grouped GEMM group (members carry `gemm_problem = P`, P = 0, 1, ...): several GEMM groups
+//   with the same M, N, K and dtypes that do not depend on each other, one launch for all of them
+//   (Note [Grouped GEMMs] in passes/group_independent_gemms.cc). The members of one problem form
+//   a GEMM group as above, with its own operands, epilogue and outputs.
 // - Pointwise group: elementwise ops and casts over one shape, one kernel, several outputs.
 // - Weight-gradient group (members carry `split_tokens = C`): matmuls whose K is the token count
 //   and their operand prologues, lowered as two kernels (Note [Weight-gradient groups] in
@@ -40,11 +44,16 @@ inline bool fusable_reduction(OpKind op) {
 inline constexpr const char* kFusionAttr = "fusion";
 inline constexpr const char* kEpilogueMatmulAttr = "epilogue_matmul";
 inline constexpr const char* kSplitTokensAttr = "split_tokens";
+inline constexpr const char* kGemmProblemAttr = "gemm_problem";
 
 // The node's fusion group, 0 when it has none.
 inline int64_t fusion_group(const Node& n) { return n.attrs.get_int(kFusionAttr).value_or(0); }
 // A member of a weight-gradient group.
 inline bool is_wgrad_member(const Node& n) { return n.attrs.has(kSplitTokensAttr); }
+// The problem of a grouped GEMM group this node belongs to, -1 when it is in no such group.
+inline int64_t gemm_problem(const Node& n) {
+  return n.attrs.get_int(kGemmProblemAttr).value_or(-1);
+}
 inline bool is_epilogue_matmul(const Node& n) {
   return n.attrs.get_int(kEpilogueMatmulAttr).value_or(0) != 0;
 }

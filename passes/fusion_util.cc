@@ -12,6 +12,7 @@ FusionAssignment::FusionAssignment(const Graph& g) : g_(g), group_(g.nodes.size(
     group_[i] = fusion_group(g.nodes[i]);
     next_ = std::max(next_, group_[i] + 1);
     if (is_epilogue_matmul(g.nodes[i])) epilogue_matmul_.insert(static_cast<int>(i));
+    if (int64_t p = gemm_problem(g.nodes[i]); p >= 0) gemm_problem_[static_cast<int>(i)] = p;
   }
 }
 
@@ -98,6 +99,7 @@ Graph FusionAssignment::apply() const {
     Node node = g_.nodes[i];
     if (group_[i]) node.attrs.set(kFusionAttr, group_[i]);
     if (epilogue_matmul_.count(i)) node.attrs.set(kEpilogueMatmulAttr, int64_t{1});
+    if (gemm_problem_of(i) >= 0) node.attrs.set(kGemmProblemAttr, gemm_problem_of(i));
     copier.copy_node(node);
   }
   return copier.finish();

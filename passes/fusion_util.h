@@ -24,6 +24,12 @@ class FusionAssignment {
   void merge(int64_t into, int64_t from);
   void mark_epilogue_matmul(int node) { epilogue_matmul_.insert(node); }
   bool is_epilogue(int node) const { return epilogue_matmul_.count(node) != 0; }
+  // The node's problem in a grouped GEMM group (Note [Grouped GEMMs]), -1 when none.
+  void set_gemm_problem(int node, int64_t problem) { gemm_problem_[node] = problem; }
+  int64_t gemm_problem_of(int node) const {
+    auto it = gemm_problem_.find(node);
+    return it == gemm_problem_.end() ? -1 : it->second;
+  }
   // Removes pointwise groups of a single node (they are no different from no group).
   void drop_singletons();
   // True when `nodes` is convex: no path leaves the set and comes back.
@@ -37,6 +43,7 @@ class FusionAssignment {
   const Graph& g_;
   std::vector<int64_t> group_;
   std::set<int> epilogue_matmul_;
+  std::map<int, int64_t> gemm_problem_;
   int64_t next_ = 1;
 };
 

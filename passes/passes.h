@@ -35,5 +35,8 @@ Graph fuse_pointwise(const Graph& g);
 Graph fuse_concat_operands(const Graph& g);
 // Producers read only by one GEMM group's epilogue (elementwise work, rank-r GEMMs) move into it.
 Graph fuse_epilogue_producers(const Graph& g);
+// Independent GEMM groups with the same M, N, K and dtypes as one launch, a problem per
+// blockIdx.z (Note [Grouped GEMMs] in group_independent_gemms.cc).
+Graph group_independent_gemms(const Graph& g);
 
 }  // namespace dg

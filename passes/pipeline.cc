@@ -39,6 +39,8 @@ constexpr PassEntry kPipeline[] = {
      "after fuse_pointwise, so a concatenated GEMM's epilogue group exists"},
     {"fuse_epilogue_producers", fuse_epilogue_producers,
      "after fuse_pointwise, once every group and its readers are known"},
+    {"group_independent_gemms", group_independent_gemms,
+     "last: groups whole GEMM kernels, so every group's prologue and epilogue is final"},
 };
 }  // namespace
 

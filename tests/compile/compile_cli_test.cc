@@ -139,7 +139,8 @@ TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
       "6_hoist_gemm_scale.dgir", "7_concat_gemm_k.dgir",
       "8_fuse_lora_linear.dgir", "9_fuse_gate_up.dgir",
       "10_fuse_operand_views.dgir", "11_fuse_pointwise.dgir",
-      "12_fuse_concat_operands.dgir", "13_fuse_epilogue_producers.dgir"};
+      "12_fuse_concat_operands.dgir", "13_fuse_epilogue_producers.dgir",
+      "14_group_independent_gemms.dgir"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(stages, expected);
   // A disabled pass is skipped, and says so by its absence.

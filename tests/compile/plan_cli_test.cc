@@ -91,7 +91,8 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
   const std::string unfused =
       " --disable-pass split_weight_grads --disable-pass hoist_gemm_scale --disable-pass "
       "concat_gemm_k --disable-pass fuse_lora_linear --disable-pass fuse_gate_up --disable-pass "
-      "fuse_operand_views --disable-pass fuse_pointwise --disable-pass fuse_epilogue_producers";
+      "fuse_operand_views --disable-pass fuse_pointwise --disable-pass fuse_epilogue_producers "
+      "--disable-pass group_independent_gemms";
   for (const char* graph : {"seed_expert_mlp", "seed_expert_mlp_backward"}) {
     SCOPED_TRACE(graph);
     const std::string file = std::string(DG_FIXTURES_DIR) + "/" + graph + ".dgir";
@@ -105,6 +106,23 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
     // The same contractions either way (the weight-gradient reduction counts no graph node).
     EXPECT_EQ(total_field(f.out, "tensor_flops"), total_field(u.out, "tensor_flops"));
   }
+}
+
+// Note [Grouped GEMMs]: the seed backward's rank-r products of the gate and up gradients run as
+// one launch; --disable-pass group_independent_gemms gives them a launch each, with the same work.
+TEST(PlanCli, GroupedRankRProductsSaveOneLaunch) {
+  const std::string file = std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp_backward.dgir";
+  CliResult grouped = run_cli("plan " + file + " --bind s77=512 --json");
+  CliResult split =
+      run_cli("plan " + file + " --bind s77=512 --json --disable-pass group_independent_gemms");
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.out;
+  ASSERT_EQ(split.exit_code, 0) << split.out;
+  EXPECT_EQ(total_field(grouped.out, "launches"), 6) << grouped.out;
+  EXPECT_EQ(total_field(split.out, "launches"), 7) << split.out;
+  EXPECT_TRUE(has(grouped.out, "grouped_fused_matmul")) << grouped.out;
+  EXPECT_FALSE(has(split.out, "grouped_fused_matmul")) << split.out;
+  for (const char* field : {"flops", "tensor_flops", "bytes"})
+    EXPECT_EQ(total_field(grouped.out, field), total_field(split.out, field)) << field;
 }
 
 // compile --json: each kernel's symbolic FLOPs and bytes, totals, and ptxas's report, also when

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/fusion.h"
 #include "ir/text_format.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
@@ -83,7 +84,8 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
                                            "split_weight_grads", "hoist_gemm_scale",
                                            "concat_gemm_k", "fuse_lora_linear", "fuse_gate_up",
                                            "fuse_operand_views", "fuse_pointwise",
-                                           "fuse_concat_operands", "fuse_epilogue_producers"}));
+                                           "fuse_concat_operands", "fuse_epilogue_producers",
+                                           "group_independent_gemms"}));
   auto count = [](const Graph& g, OpKind op) {
     int n = 0;
     for (const Node& node : g.nodes) n += node.op == op;
@@ -111,6 +113,29 @@ TEST(PassesGolden, SeedBackwardWeightGradientsFormOneGroup) {
     }
     EXPECT_EQ(grads, 6) << fixture;
     EXPECT_EQ(groups.size(), 1u) << fixture;
+  }
+}
+
+// Note [Grouped GEMMs]: the seed backward's two rank-r products of the gate and up gradients share
+// one group (two problems); without group_independent_gemms they keep a group each.
+TEST(PassesGolden, SeedBackwardRankRProductsShareOneGroupUnlessDisabled) {
+  ParseResult parsed =
+      parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp_backward.dgir"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  for (bool disabled : {false, true}) {
+    PipelineOptions opts;
+    if (disabled) opts.disabled = {"group_independent_gemms"};
+    Graph out = run_pipeline(parsed.graph, opts);
+    std::set<int64_t> gemm_groups, grouped;
+    for (const Node& n : out.nodes) {
+      bool anchor = op_info(n.op).category == OpCategory::kMatmul && !is_epilogue_matmul(n) &&
+                    !is_wgrad_member(n);
+      if (anchor) gemm_groups.insert(fusion_group(n));
+      if (gemm_problem(n) >= 0) grouped.insert(fusion_group(n));
+    }
+    SCOPED_TRACE(disabled ? "disabled" : "enabled");
+    EXPECT_EQ(gemm_groups.size(), disabled ? 5u : 4u);
+    EXPECT_EQ(grouped.size(), disabled ? 0u : 1u);
   }
 }
 
