@@ -273,3 +273,16 @@ def test_call_path_plans_follow_every_call(opts):
         exe.run([torch.randn(5, 9), w1, w2])
     with pytest.raises(dyngen.LaunchError):
         exe.run([torch.randn(5, 8), w1])
+
+
+def test_graph_without_tensor_outputs_needs_no_executable(fresh, opts):
+    """A backward whose gradient is the incoming one (no IR op computes it) is a graph without
+    tensor outputs: nothing is compiled for it and nothing falls back (strict mode would raise;
+    the core refuses to build a graph without outputs)."""
+    opts(strict=True, executor="emulate")
+    compiled = torch.compile(lambda x: x.clone(), backend=dyngen.aot.backend, dynamic=True)
+    for n in (3, 5):
+        x = torch.randn(n, 4, requires_grad=True)
+        compiled(x).sum().backward()
+        assert torch.equal(x.grad, torch.ones(n, 4))
+    assert dyngen.stats()["fallbacks"] == []

@@ -247,6 +247,8 @@ class Graph:
     @functools.cached_property
     def text(self) -> str:
         """The core's text form (dg_graph_print)."""
+        if self._handle is None:
+            return f"# graph @{self.name}: no tensor outputs, nothing to compile\n"
         lib = self._builder.b.lib
         p = ctypes.c_void_p()
         self._builder.b._call("dg_graph_print", self._handle, ctypes.byref(p))
@@ -259,7 +261,9 @@ class Graph:
 
     @functools.cached_property
     def fb(self) -> bytes:
-        """graph.fb bytes from the core's writer (dg_graph_write_fb)."""
+        """graph.fb bytes from the core's writer (dg_graph_write_fb); empty without outputs."""
+        if self._handle is None:
+            return b""
         lib = self._builder.b.lib
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
         self._builder.b._call("dg_graph_write_fb", self._handle, ctypes.byref(p), ctypes.byref(n))
@@ -375,6 +379,11 @@ class GraphBuilder:
         self.outputs.append(vid)
 
     def finish(self) -> Graph:
+        """The finished graph. A graph without tensor outputs (a backward whose gradients are all
+        None, constants or inputs) has nothing to compute: it gets no core graph (the core
+        refuses one without outputs) and its callers run no executable for it."""
+        if not self.outputs:
+            return Graph(self, None)
         p = ctypes.c_void_p()
         self.b.call("dg_builder_finish", ctypes.byref(p))
         return Graph(self, p)

@@ -172,7 +172,7 @@ def dump(name: str, text: str, fb: bytes | None = None) -> None:
     base = os.path.join(d, dump_stem(name, text))
     with open(base + ".dgir", "w") as f:
         f.write(text)
-    if fb is not None:
+    if fb:  # a graph without outputs has no graph.fb (GraphBuilder.finish)
         with open(base + ".fb", "wb") as f:
             f.write(fb)
     log.debug("dumped %s.dgir/.fb", base)
