@@ -158,3 +158,30 @@ def test_float16_end_to_end(fresh):
         return F.silu(x @ w.t()).sum(-1) + x.float().square().mean(-1).half()
     _check(f, lambda n: [_x("n", 5, dtype=torch.float16)(n), w],
            dtype_tol={"atol": 5e-3, "rtol": 5e-3})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layer_norm_and_its_backward(fresh, dtype):
+    """native_layer_norm and its backward decompose (Note [Decompositions]) into catalog ops and
+    var_mean, which lowering_nn.py computes in f32 for bf16 as PyTorch does."""
+    ln = torch.nn.LayerNorm(12).to(dtype)
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+    _check(lambda x: ln(x) * 2, lambda n: [_x("n", 12, dtype=dtype)(n)],
+           dtype_tol=BF16 if dtype == torch.bfloat16 else {"atol": 1e-4, "rtol": 1e-4})
+
+
+def test_masked_fill_and_var_mean(fresh):
+    """masked_fill (decomposed to where), forward and backward; var_mean over the symbolic dim
+    with and without a correction, forward only: its gradient's 2 / n is a symbolic float,
+    which the exporter does not take (layer norm's backward decomposes without one)."""
+    _check(lambda x, m: x.masked_fill(m, -1.5) * x,
+           lambda n: [_x("n", 5)(n), torch.rand(n, 5) > 0.5])
+
+    def g(x):
+        v0, m0 = torch.var_mean(x, dim=0, correction=0)
+        v1, m1 = torch.var_mean(x, dim=0, keepdim=True)
+        return x + v0 + m0 + v1 * m1
+    _check(g, lambda n: [_x("n", 5, grad=False)(n)], grad=False,
+           dtype_tol={"atol": 1e-5, "rtol": 1e-4})

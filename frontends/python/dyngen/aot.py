@@ -2,7 +2,8 @@
 
 Note [Decompositions]
 AOTAutograd is run with a small table: ops that have a decomposition into catalog ops and no
-catalog op of their own (softmax and its backward, tanh/threshold backward, rsub). silu_backward
+catalog op of their own (softmax and its backward, tanh/threshold backward, rsub, layer norm and
+its backward, whose var_mean is lowered in lowering_nn.py, masked_fill as where). silu_backward
 and sigmoid_backward stay whole (they are catalog ops). Ops without either still trace; export
 names them in Unsupported, and the graph is compiled in parts around them (Note [Partial graphs]).
 """
@@ -24,6 +25,7 @@ aten = torch.ops.aten
 DECOMPOSITIONS = get_decompositions([
     aten._softmax, aten._softmax_backward_data, aten._log_softmax,
     aten._log_softmax_backward_data, aten.tanh_backward, aten.threshold_backward, aten.rsub,
+    aten.native_layer_norm, aten.native_layer_norm_backward, aten.masked_fill,
 ])
 
 

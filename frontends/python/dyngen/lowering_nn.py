@@ -213,7 +213,31 @@ def logical_not(c, a):
     return c.op("eq", [_as_bool(c, a), c.const(False)])
 
 
+def var_mean(c, x, dim=None, *, correction=None, keepdim=False):
+    """(variance, mean) over `dim`, computed in f32 for the half types (f64 for f64) and rounded
+    once, as PyTorch accumulates."""
+    t = c.type(x)
+    dims = list(range(t.rank)) if dim is None or dim == [] else \
+        [d % max(t.rank, 1) for d in ([dim] if isinstance(dim, int) else dim)]
+    correction = 1 if correction is None else correction
+    acc = DType.F64 if t.dtype == DType.F64 else DType.F32
+    xa = c.cast(c.tensor(x), acc)
+    keep = {"dims": tuple(dims), "keepdim": 1}
+    centered = c.op("sub", [xa, c.op("mean", [xa], keep)])
+    attrs = {"dims": tuple(dims), "keepdim": int(bool(keepdim))}
+    var = c.op("mean", [c.op("mul", [centered, centered])], attrs)
+    if correction:  # the sum of squares over count - correction (PyTorch: inf/nan when <= 0)
+        count = t.shape[dims[0]]
+        for d in dims[1:]:
+            count = count * t.shape[d]
+        n = c.sym_scalar(count, acc)
+        var = c.op("div", [c.op("mul", [var, n]), c.op("sub", [n, c.const(correction, acc)])])
+    mean = c.op("mean", [xa], attrs)
+    return c.cast(var, t.dtype), c.cast(mean, t.dtype)
+
+
 HANDLERS = {
+    "var_mean": var_mean,
     "arange": arange, "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "logical_not": logical_not,
     "gelu": gelu, "gelu_backward": gelu_backward,
