@@ -185,3 +185,15 @@ def test_masked_fill_and_var_mean(fresh):
         return x + v0 + m0 + v1 * m1
     _check(g, lambda n: [_x("n", 5, grad=False)(n)], grad=False,
            dtype_tol={"atol": 1e-5, "rtol": 1e-4})
+
+
+def test_split_with_sizes_vector_norm_and_sgn(fresh):
+    """DBRX's ops: split_with_sizes (its attention), linalg_vector_norm with ord 1 and 2 (the
+    router normalizes expert weights), whose ord-1 gradient uses sgn."""
+    def f(x, w):
+        a, b, rest = torch.split(x, [2, 3, 4], dim=1)
+        l1 = torch.linalg.vector_norm(x, ord=1, dim=-1, keepdim=True)
+        l2 = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        return torch.cat([rest * l1, a.sign() + b.sum(1, keepdim=True), x / l2], 1) @ w
+    _check(f, lambda n: [_x("n", 9)(n), torch.randn(15, 3, requires_grad=True)],
+           dtype_tol={"atol": 1e-4, "rtol": 1e-4})

@@ -236,8 +236,56 @@ def var_mean(c, x, dim=None, *, correction=None, keepdim=False):
     return c.cast(var, t.dtype), c.cast(mean, t.dtype)
 
 
+def split_with_sizes(c, x, split_sizes, dim=0):
+    """Consecutive slices of `dim`, whose sizes may be symbolic."""
+    from .lowering import HANDLERS as all_handlers
+    take = all_handlers["slice"]
+    start, outs = c.ex.sym(0), []
+    for size in split_sizes:
+        end = start + c.ex.sym(size)
+        outs.append(take(c, x, dim, start, end))
+        start = end
+    return tuple(outs)
+
+
+def sgn(c, x):
+    """-1, 0 or 1 in x's dtype; NaN stays NaN, as in PyTorch."""
+    x = c.tensor(x)
+    dtype = c.type(x).dtype
+    zero = c.const(0, dtype)
+    sign = c.op("sub", [c.cast(c.op("gt", [x, zero]), dtype),
+                        c.cast(c.op("lt", [x, zero]), dtype)])
+    if not dtype.is_float:
+        return sign
+    return c.op("where", [c.op("ne", [x, x]), x, sign])
+
+
+def linalg_vector_norm(c, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The 1-, 2- and inf-norms over `dim`, accumulated in f32 for the half types (f64 for f64)
+    and rounded once."""
+    if dtype is not None:
+        raise Unsupported("op linalg_vector_norm with dtype=")
+    x = _float_operand(c, x)
+    t = c.type(x)
+    dims = list(range(t.rank)) if dim is None or dim == [] else \
+        [d % max(t.rank, 1) for d in ([dim] if isinstance(dim, int) else dim)]
+    attrs = {"dims": tuple(dims), "keepdim": int(bool(keepdim))}
+    acc = DType.F64 if t.dtype == DType.F64 else DType.F32
+    xa = c.cast(x, acc)
+    if ord == 1:
+        out = c.op("sum", [c.op("abs", [xa])], attrs)
+    elif ord == 2:
+        out = c.op("sqrt", [c.op("sum", [c.op("mul", [xa, xa])], attrs)])
+    elif ord == float("inf"):
+        out = c.op("amax", [c.op("abs", [xa])], attrs)
+    else:
+        raise Unsupported(f"op linalg_vector_norm with ord={ord!r}")
+    return c.cast(out, t.dtype)
+
+
 HANDLERS = {
-    "var_mean": var_mean,
+    "var_mean": var_mean, "split_with_sizes": split_with_sizes, "sgn": sgn, "sign": sgn,
+    "linalg_vector_norm": linalg_vector_norm,
     "arange": arange, "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "logical_not": logical_not,
     "gelu": gelu, "gelu_backward": gelu_backward,
