@@ -14,6 +14,24 @@ std::string accumulator_type(DType in, DType out) {
                            : (dtype_is_float(out) ? DType::kF32 : out));
 }
 
+// One thread per item (an output element, or a line to scan) of a one-input node, grid-striding
+// over `items`: the launch, and the source up to the body of the loop over the item index i.
+// `constants` declares more `const long long` values beside n (", name = expr...").
+std::string item_loop_kernel(LoweringContext& ctx, const Node& node, KernelLaunch& launch,
+                             const SymExpr& items, const std::string& constants) {
+  const Graph& g = ctx.graph();
+  DType in = g.tensor(node.inputs[0]).dtype, out = g.tensor(node.output).dtype;
+  launch.grid = grid_for(items);
+  launch.block = {256, 1, 1};
+  launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
+  return "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+         ctype(out) + "* __restrict__ out, const " + ctype(in) + "* __restrict__ p0" +
+         ctx.symbol_params() + ") {\n" + "  const long long n = " + c_expr(items) + constants +
+         ";\n" +
+         "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+         "       i += (long long)gridDim.x * blockDim.x) {\n";
+}
+
 void emit_cumsum(LoweringContext& ctx, const Node& node) {
   const Graph& g = ctx.graph();
   const TensorType& in = g.tensor(node.inputs[0]);
@@ -33,17 +51,9 @@ void emit_cumsum(LoweringContext& ctx, const Node& node) {
   launch.name = ctx.kernel_name("cumsum");
   launch.summary = "%" + std::to_string(node.output) + " = cumsum over " + extent.to_string() +
                    " elements, " + lines.to_string() + " lines";
-  launch.grid = grid_for(lines);
-  launch.block = {256, 1, 1};
-  launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
   std::string src =
-      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-      ctype(out.dtype) + "* __restrict__ out, const " + ctype(in.dtype) + "* __restrict__ p0" +
-      ctx.symbol_params() + ") {\n" +
-      "  const long long n = " + c_expr(lines) + ", len = " + c_expr(extent) +
-      ", step = " + c_expr(stride) + ";\n" +
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      item_loop_kernel(ctx, node, launch, lines,
+                       ", len = " + c_expr(extent) + ", step = " + c_expr(stride)) +
       unravel(shape) + "    const long long base = " + offset_expr(strides) + ";\n" +
       "    " + acc + " a = (" + acc + ")0;\n" +
       "    for (long long r = 0; r < len; ++r) {\n" +
@@ -100,16 +110,8 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   launch.name = ctx.kernel_name(std::string(op_name(node.op)));
   launch.summary = "%" + std::to_string(node.output) + " = " + std::string(op_name(node.op)) +
                    " of " + n_red.to_string() + " elements into " + n_out.to_string();
-  launch.grid = grid_for(n_out);
-  launch.block = {256, 1, 1};
-  launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
   std::string src =
-      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-      ctype(out.dtype) + "* __restrict__ out, const " + ctype(in.dtype) + "* __restrict__ p0" +
-      ctx.symbol_params() + ") {\n" +
-      "  const long long n = " + c_expr(n_out) + ", nr = " + c_expr(n_red) + ";\n" +
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      item_loop_kernel(ctx, node, launch, n_out, ", nr = " + c_expr(n_red)) +
       unravel(kept_shape) + "    const long long base = " + offset_expr(kept_strides) + ";\n" +
       "    " + acc + " a = " + init + ";\n" +
       "    for (long long r = 0; r < nr; ++r) {\n" + red_unravel +
