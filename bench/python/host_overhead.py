@@ -91,8 +91,8 @@ def describe(exe) -> dict:
 
 def c_path(exe, inputs):
     """dg_prepare + dg_launch_dry_run with arguments built once (b)."""
-    ins, outs, _, specs, ws_bytes = exe._prepare(inputs)
-    keep = [torch.empty(shape, dtype=_capi._TORCH_DTYPE[code]) for shape, code in specs]
+    ins, outs, specs, ws_bytes = exe._prepare(inputs)
+    keep = [torch.empty(shape, dtype=dtype) for shape, dtype in specs]
     for k, t in enumerate(keep):
         outs[k].data = t.data_ptr()
     ws = torch.empty(max(1, ws_bytes), dtype=torch.uint8)

@@ -247,7 +247,7 @@ class CapiExecutable(Executable):
 
     def _prepare(self, inputs):
         """Packs the inputs, runs dg_prepare; returns (inputs, outputs as DgTensor arrays, the
-        outputs' (shape, dtype code) and the workspace bytes)."""
+        outputs' (shape, torch dtype) and the workspace bytes)."""
         if len(inputs) != self.num_inputs:
             raise LaunchError(f"expected {self.num_inputs} inputs, got {len(inputs)}")
         ins = _pack_inputs(inputs, self._as_device)
@@ -261,13 +261,11 @@ class CapiExecutable(Executable):
         for k in range(nout):
             f = _DG_TENSOR.unpack_from(out_buf, k * _DG_TENSOR.size)
             rank = f[1 + DG_MAX_RANK]
-            specs.append((f[1:1 + rank], f[2 + DG_MAX_RANK]))
-        return ins, outs, out_buf, specs, ws.value
+            specs.append((tuple(f[1:1 + rank]), _TORCH_DTYPE[f[2 + DG_MAX_RANK]]))
+        return ins, outs, specs, ws.value
 
     def prepare(self, inputs):
-        _, _, _, specs, _ = self._prepare(inputs)
-        return [(tuple(shape), _TORCH_DTYPE[code]) for shape, code in specs]
-
+        return self._prepare(inputs)[2]
 
     # Note [The call path]
     # A call reads each input tensor's shape, dtype, device and data pointer, and looks up by all
@@ -295,8 +293,7 @@ class CapiExecutable(Executable):
 
     def _plan(self, st, inputs, key):
         """Packs these inputs, runs dg_prepare and keeps the plan under `key`."""
-        ins, outs, _, codes, ws_bytes = self._prepare(inputs)  # LaunchError names a bad input
-        specs = [(tuple(shape), _TORCH_DTYPE[code]) for shape, code in codes]
+        ins, outs, specs, ws_bytes = self._prepare(inputs)  # LaunchError names a bad input
         # Outputs go where the kernels run: the CUDA tensors' device (a 0-d CPU scalar beside
         # them does not count), else the CPU.
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -347,15 +344,14 @@ class CapiExecutable(Executable):
             r = empty_like(proto)
             words[k * step] = r.data_ptr()
             results.append(r)
-        like = plan.like
-        cuda = like.is_cuda
-        stream = torch._C._cuda_getCurrentRawStream(like.get_device()) if cuda else None
+        cuda = plan.cuda_index
+        stream = None if cuda is None else torch._C._cuda_getCurrentRawStream(cuda)
         ws_ptr, ws_bytes = None, plan.ws_bytes
         if ws_bytes:
-            ws = st.workspace
-            if ws is None or ws.numel() < ws_bytes or st.workspace_on != (like.device, stream):
-                ws = st.workspace = like.new_empty(ws_bytes, dtype=torch.uint8)
-                st.workspace_on = (like.device, stream)
+            ws, on = st.workspace, (plan.like.device, stream)
+            if ws is None or ws.numel() < ws_bytes or st.workspace_on != on:
+                ws = st.workspace = plan.like.new_empty(ws_bytes, dtype=torch.uint8)
+                st.workspace_on = on
             ws_ptr = ws.data_ptr()
         nout = len(results)
         if dry_run:
@@ -374,7 +370,7 @@ class _Plan:
     path]): the packed argument arrays with 64-bit views for writing data pointers."""
 
     __slots__ = ("ins", "in_slots", "in_words", "outs", "out_words", "step", "protos",
-                 "ws_bytes", "like", "ins_at", "outs_at")
+                 "ws_bytes", "like", "cuda_index", "ins_at", "outs_at")
 
     def __init__(self, ins, in_slots, outs, step, protos, ws_bytes, like):
         self.ins, self.in_slots, self.outs, self.step = ins, in_slots, outs, step
@@ -382,6 +378,7 @@ class _Plan:
         self.out_words = memoryview(outs).cast("B").cast("Q")
         self.ins_at, self.outs_at = ctypes.addressof(ins), ctypes.addressof(outs)
         self.protos, self.ws_bytes, self.like = protos, ws_bytes, like
+        self.cuda_index = like.get_device() if like.is_cuda else None
 
 
 class _CallState:
