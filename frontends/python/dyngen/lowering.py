@@ -275,10 +275,7 @@ def _cast_to_out(c, x, *args, **kw):
 
 def _reduce(name):
     def h(c, x, dim=None, keepdim=False, *, dtype=None, out=None):
-        rank = c.type(x).rank
-        if isinstance(dim, int):
-            dim = [dim]
-        dims = list(range(rank)) if not dim else [d % max(rank, 1) for d in dim]
+        dims = _nn.reduced_dims(c.type(x).rank, dim)
         attrs = {"dims": tuple(dims), "keepdim": int(bool(keepdim))}
         out_dtype = c.out_dtype()
         if out_dtype != c.type(x).dtype:

@@ -213,12 +213,18 @@ def logical_not(c, a):
     return c.op("eq", [_as_bool(c, a), c.const(False)])
 
 
+def reduced_dims(rank: int, dim) -> list[int]:
+    """A reduction's `dim` argument (an int, a list, or None / [] for every dim) as dims >= 0."""
+    if isinstance(dim, int):
+        dim = [dim]
+    return list(range(rank)) if not dim else [d % max(rank, 1) for d in dim]
+
+
 def var_mean(c, x, dim=None, *, correction=None, keepdim=False):
     """(variance, mean) over `dim`, computed in f32 for the half types (f64 for f64) and rounded
     once, as PyTorch accumulates."""
     t = c.type(x)
-    dims = list(range(t.rank)) if dim is None or dim == [] else \
-        [d % max(t.rank, 1) for d in ([dim] if isinstance(dim, int) else dim)]
+    dims = reduced_dims(t.rank, dim)
     correction = 1 if correction is None else correction
     acc = DType.F64 if t.dtype == DType.F64 else DType.F32
     xa = c.cast(c.tensor(x), acc)
@@ -267,9 +273,7 @@ def linalg_vector_norm(c, x, ord=2, dim=None, keepdim=False, *, dtype=None):
         raise Unsupported("op linalg_vector_norm with dtype=")
     x = _float_operand(c, x)
     t = c.type(x)
-    dims = list(range(t.rank)) if dim is None or dim == [] else \
-        [d % max(t.rank, 1) for d in ([dim] if isinstance(dim, int) else dim)]
-    attrs = {"dims": tuple(dims), "keepdim": int(bool(keepdim))}
+    attrs = {"dims": tuple(reduced_dims(t.rank, dim)), "keepdim": int(bool(keepdim))}
     acc = DType.F64 if t.dtype == DType.F64 else DType.F32
     xa = c.cast(x, acc)
     if ord == 1:
