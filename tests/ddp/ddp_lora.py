@@ -2,8 +2,9 @@
 OLMoE with PEFT LoRA under DistributedDataParallel (gloo) and dyngen.thunderfx.
 
 Rank 0 first trains a copy of the model alone for one step, which compiles dyngen's graphs into
-the shared DYNGEN_CACHE_DIR; then both ranks train under DDP. Printed as JSON per rank: dyngen's
-counters after warm-up and at the end, Dynamo's graph count, and a checksum of the LoRA weights.
+the shared DYNGEN_CACHE_DIR; then both ranks train under DDP. Written as JSON to
+$DDP_RESULT_DIR/rank<N>.json (the ranks share one stdout, where their lines can interleave):
+dyngen's counters after warm-up and at the end, and whether the LoRA weights agree.
 """
 import json
 import os
@@ -65,9 +66,11 @@ lora = torch.cat([p.detach().flatten().float() for n, p in built.model.named_par
                   if "lora_" in n])
 gathered = [torch.empty_like(lora) for _ in range(dist.get_world_size())]
 dist.all_gather(gathered, lora)
-print("RESULT " + json.dumps({
+result = json.dumps({
     "rank": rank, "after_warmup": marks[WARMUP - 1], "end": marks[STEPS - 1],
     "lora_numel": lora.numel(),
     "adapters_identical": all(torch.equal(gathered[0], g) for g in gathered),
-}), flush=True)
+})
+(Path(os.environ["DDP_RESULT_DIR"]) / f"rank{rank}.json").write_text(result)
+print("RESULT " + result, flush=True)
 dist.destroy_process_group()

@@ -92,18 +92,40 @@ def test_a_symbol_made_inside_the_graph_makes_it_dynamic():
     assert not is_dynamic([x], gm)
 
 
-def test_static_graph_thunder_cannot_split_runs_eagerly(fresh, monkeypatch):
-    def refuse(self, gm, sample_args, **kw):
-        raise KeyError("s34")  # what Thunder's splitter raised on PhiMoE's rotary graph
+def _refuse(self, gm, sample_args, **kw):
+    raise KeyError("s34")  # what Thunder's splitter raised on PhiMoE's rotary graph
 
-    monkeypatch.setattr(ThunderCompiler, "__call__", refuse)
+
+def test_static_graph_thunder_cannot_split_is_compiled_by_dyngen(fresh, monkeypatch):
+    monkeypatch.setattr(ThunderCompiler, "__call__", _refuse)
+    c = dyngen.thunderfx.compile(lambda x: x.exp() + 1)
+    x = torch.randn(3, 5, requires_grad=True)
+    out = c(x)
+    torch.testing.assert_close(out, x.exp() + 1)
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), x)[0], x.exp())
+    s = dyngen.stats()
+    assert s["fallbacks"] == [], s["fallbacks"]
+    rec = c.backend.graphs[0]
+    assert rec["kind"] == "dyngen" and "KeyError" in rec["reason"], rec
+    assert [p["where"] for p in rec["parts"]] == ["dyngen", "dyngen"], rec  # forward, backward
+    assert s["graphs_where"]["eager"] == 0 and s["ops_where"]["dyngen"] > 0, s
+    assert c._backend.subgraph_infos == []
+
+
+def test_static_graph_both_thunder_and_dyngen_fail_on_runs_eagerly(fresh, monkeypatch):
+    def broken(*a, **kw):
+        raise RuntimeError("AOTAutograd failed")
+
+    monkeypatch.setattr(ThunderCompiler, "__call__", _refuse)
+    monkeypatch.setattr(dyngen.thunderfx, "compile_dynamic", broken)
     c = dyngen.thunderfx.compile(lambda x: x.exp() + 1)
     x = torch.randn(3, 5)
     torch.testing.assert_close(c(x), x.exp() + 1)
     s = dyngen.stats()
-    assert len(s["fallbacks"]) == 1 and "KeyError" in s["fallbacks"][0]["reason"]
+    assert len(s["fallbacks"]) == 1, s["fallbacks"]
+    assert "KeyError" in s["fallbacks"][0]["reason"] and "dyngen failed too" in \
+        s["fallbacks"][0]["reason"]
     assert s["graphs_where"]["eager"] == 1 and c.backend.graphs[0]["kind"] == "eager"
-    assert c._backend.subgraph_infos == []
 
 
 class _NotFromFirstInput(torch.autograd.Function):
@@ -119,7 +141,7 @@ class _NotFromFirstInput(torch.autograd.Function):
         return None, g * 2
 
 
-def test_static_graph_with_wrong_thunder_outputs_runs_eagerly(fresh):
+def test_static_graph_with_wrong_thunder_outputs_is_compiled_by_dyngen(fresh):
     def f(x, m):
         return _NotFromFirstInput.apply(x, m) + 1
 
@@ -128,9 +150,12 @@ def test_static_graph_with_wrong_thunder_outputs_runs_eagerly(fresh):
     out = c(x, m)
     torch.testing.assert_close(out, m * 2 + 1)
     s = dyngen.stats()
-    assert s["graphs_where"]["thunder"] + s["graphs_where"]["eager"] == 1
-    if s["graphs_where"]["eager"]:  # Thunder returned the wrong shape: caught and run eagerly
-        assert "differ from Dynamo's" in s["fallbacks"][0]["reason"]
+    assert s["fallbacks"] == [] and s["graphs_where"]["eager"] == 0, s
+    rec = c.backend.graphs[0]
+    if rec["kind"] == "dyngen":  # Thunder returned the wrong shape: caught, dyngen ran it
+        assert "differ from Dynamo's" in rec["reason"] and s["ops_where"]["dyngen"] > 0, rec
+    else:
+        assert rec["kind"] == "thunder" and s["graphs_where"]["thunder"] == 1
     torch.testing.assert_close(c(x, m), m * 2 + 1)  # later calls stay right
 
 

@@ -49,11 +49,15 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, repor
         part = {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n_ops,
                 "reason": f"{type(e).__name__}: {e}"}
         fn = gm
-    count_where(part["where"], dyngen=part["dyngen_ops"], aten=part["aten_ops"])
+    count_where(part["where"], dyngen=part["dyngen_ops"], aten=part["aten_ops"],
+                rng=part.get("rng_draws", 0))
     if part["where"] == "dyngen":
-        log.info("%s: compiled by dyngen (%d ops)", name, n_ops)
+        log.info("%s: compiled by dyngen (%d ops%s)", name, part["dyngen_ops"],
+                 f"; {part['rng_draws']} random draws by PyTorch first, Note [Random numbers]"
+                 if part.get("rng_draws") else "")
     else:
-        record_fallback(name, part["reason"])
+        record_fallback(name, part["reason"], what="runs in part as ATen ops"
+                        if part["where"] == "partial" else "runs eagerly")
         log.debug("ATen graph for %s:\n%s", name, gm.code)
     if report is not None:
         report(part)
@@ -68,6 +72,9 @@ def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:
         return {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n, "fn": gm,
                 "reason": f"{whole_reason}; partitioning failed: {type(e).__name__}: {e}"}
     why = "; ".join(f"{op}: {msg}" for op, msg in r.aten_reasons.items()) or whole_reason
+    if r.regions and not r.aten_reasons:  # dyngen runs all but the draws (Note [Random numbers])
+        return {"graph": name, "where": "dyngen", "dyngen_ops": r.dyngen_ops, "aten_ops": 0,
+                "rng_draws": r.rng_draws, "fn": r.fn, "regions": r.regions, "reason": ""}
     if r.regions == 0:
         return {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": r.aten_ops,
                 "fn": r.fn, "reason": why}

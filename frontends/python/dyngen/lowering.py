@@ -19,6 +19,7 @@ from .export import Ref, dtype_of, meta_val, type_error
 from .ir import IRTypeError, SymExpr, SymList, provably_ge, sym_min
 from .ops import DType
 from . import lowering_nn as _nn
+from . import lowering_select as _selection
 from .lowering_sym import SymBool, lower_symbool
 
 _MISSING = object()
@@ -290,15 +291,22 @@ def _index_select(c, x, dim, idx):
     return c.op("index_select", [x, idx], {"dim": int(dim) % c.type(x).rank})
 
 
-def _gather_dims(c, x: Ref, first: int, idxs: list[Ref]) -> tuple[Ref, Ref, list]:
+def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple[Ref, Ref, list]:
     """Flattens dims first..first+k-1 of x into one and combines the k index tensors into one
-    linear index over it. Returns (flattened x, linear index, x's original shape)."""
+    linear index over it. Returns (flattened x, linear index, x's original shape). `flatten`:
+    index tensors of any one shape are read flattened (x[pos] with pos [b, s], RoPE's
+    cos[position_ids]); the caller reshapes the result."""
     shape = list(c.type(x).shape)
     n = None
+    if flatten and idxs and all(c.type(i).dtype != DType.BOOL for i in idxs) and all(
+            tuple(c.type(i).shape) == tuple(c.type(idxs[0]).shape) for i in idxs):
+        idxs = [c.reshape(i, (_numel(c, c.type(i).shape),)) for i in idxs]
     for i in idxs:
         t = c.type(i)
-        if t.dtype == DType.BOOL or t.rank != 1:
-            _fail(c, "boolean or multi-dimensional index tensors (data-dependent or broadcast)")
+        if t.dtype == DType.BOOL:
+            _fail(c, "boolean index tensors (data-dependent result size)")
+        if t.rank != 1:
+            _fail(c, "multi-dimensional index tensors of different shapes (broadcast)")
         if n is not None and t.shape[0] != n:
             _fail(c, "index tensors of different lengths")
         n = t.shape[0]
@@ -317,6 +325,13 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref]) -> tuple[Ref, Ref, list
         flat = flat * d
     xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs):])
     return xf, lin, shape
+
+
+def _numel(c, shape):
+    n = c.ex.b.const(1)
+    for d in shape:
+        n = n * d
+    return n
 
 
 def _advanced_index(c, x: Ref, items: list):
@@ -351,7 +366,7 @@ def _advanced_index(c, x: Ref, items: list):
     dims = [p for p, _ in tensor_pos]
     if dims != list(range(dims[0], dims[0] + len(dims))):
         _fail(c, "index tensors that are not adjacent")
-    xf, lin, _ = _gather_dims(c, cur, dims[0], [r for _, r in tensor_pos])
+    xf, lin, _ = _gather_dims(c, cur, dims[0], [r for _, r in tensor_pos], flatten=True)
     out = c.op("index_select", [xf, lin], {"dim": dims[0]})
     return c.reshape(out, c.out_shape())
 
@@ -382,14 +397,18 @@ def _index_put(c, x, indices, values, accumulate=False):
     dims = [p for p, _ in pos]
     if not pos or dims != list(range(dims[0], dims[0] + len(dims))):
         _fail(c, "index tensors that are not adjacent")
-    xf, lin, shape = _gather_dims(c, x, dims[0], [r for _, r in pos])
+    xf, lin, shape = _gather_dims(c, x, dims[0], [r for _, r in pos], flatten=True)
     picked = list(c.type(xf).shape)
     picked[dims[0]] = c.type(lin).shape[0]
+    # The values' shape before the index was flattened: x's dims with the indexed ones replaced by
+    # the index's shape (the gradient of x[pos] with pos [b, s]).
+    unflat = shape[:dims[0]] + list(c.type(pos[0][1]).shape) + shape[dims[0] + len(dims):]
     values = c.tensor(values)
     if c.type(values).dtype != c.type(x).dtype:
         values = c.cast(values, c.type(x).dtype)
-    if tuple(c.type(values).shape) != tuple(picked):
-        values = c.op("expand", [values], {"shape": SymList(picked)})
+    if tuple(c.type(values).shape) not in (tuple(picked), tuple(unflat)):
+        values = c.op("expand", [values], {"shape": SymList(unflat)})
+    values = c.reshape(values, picked)
     out = c.op("index_add" if accumulate else "index_copy", [xf, lin, values], {"dim": dims[0]})
     return c.reshape(out, shape)
 
@@ -484,6 +503,7 @@ for _n in ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "silu_backwa
            "sigmoid_backward", "eq", "ne", "lt", "le", "gt", "ge"):
     HANDLERS[_n] = _binary(_n)
 HANDLERS.update(_nn.HANDLERS)
+HANDLERS.update(_selection.HANDLERS)
 HANDLERS.update({"true_divide": HANDLERS["div"], "subtract": HANDLERS["sub"],
                  "multiply": HANDLERS["mul"], "negative": HANDLERS["neg"],
                  "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("amax")})

@@ -24,6 +24,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .export import meta_val, unsupported_reason
+from .random_draws import hoist_random_draws
 
 aten = torch.ops.aten
 
@@ -35,7 +36,8 @@ class PartialResult:
     fn: object
     regions: int = 0              # regions dyngen compiled
     dyngen_ops: int = 0           # call nodes inside those regions
-    aten_ops: int = 0             # call nodes PyTorch runs
+    aten_ops: int = 0             # call nodes PyTorch runs (random draws apart)
+    rng_draws: int = 0            # random draws PyTorch runs first (Note [Random numbers])
     aten_reasons: dict = field(default_factory=dict)  # op name -> why dyngen did not take it
 
 
@@ -113,7 +115,10 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     from .compiled import compile_graph
 
     sources = symbol_sources(gm)
-    calls = _calls(gm)
+    n_calls = len(_calls(gm))
+    hoisted = hoist_random_draws(gm, sources)
+    calls = [n for n in _calls(gm) if n not in hoisted.nodes]
+    n_calls -= hoisted.draws + hoisted.erased
     supported, reasons = set(), {}
     for n in calls:
         why = node_reason(n)
@@ -121,7 +126,8 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
             supported.add(n)
         else:
             reasons.setdefault(op_name(n), why)
-    result = PartialResult(gm, aten_ops=len(calls), aten_reasons=reasons)
+    result = PartialResult(gm, aten_ops=n_calls, aten_reasons=reasons,
+                           rng_draws=hoisted.draws)
     if not supported:
         return result
     partitioner = CapabilityBasedPartitioner(gm, _Supported(supported),
@@ -147,7 +153,7 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
         result.dyngen_ops += n_ops
     fused.recompile()
     result.fn = fused
-    result.aten_ops = len(calls) - result.dyngen_ops
+    result.aten_ops = n_calls - result.dyngen_ops
     return result
 
 

@@ -25,10 +25,11 @@ from .options import log, options
 # passed the check of Note [When Thunder fails]); "eager" Dynamo graphs that ran eagerly because
 # Thunder (or AOTAutograd) failed on them. ops_where counts the call nodes of those graphs the
 # same way ("dyngen": inside dyngen's executables, "aten": run by PyTorch inside dyngen's graphs,
-# "thunder" and "eager": nodes of the Dynamo graphs given to Thunder or run eagerly). Both are
+# "thunder" and "eager": nodes of the Dynamo graphs given to Thunder or run eagerly; "rng": random
+# draws PyTorch's generator makes ahead of a dyngen graph, Note [Random numbers]). Both are
 # counted when a graph is compiled (Thunder's: first run), once per graph, not per call.
 GRAPH_PLACES = ("dyngen", "partial", "aten", "thunder", "eager")
-OP_PLACES = ("dyngen", "aten", "thunder", "eager")
+OP_PLACES = ("dyngen", "aten", "thunder", "eager", "rng")
 
 
 @dataclass
@@ -87,7 +88,7 @@ def record_fallback(graph: str, reason: str, what: str = "runs eagerly") -> None
         _c.fallbacks.append({"graph": graph, "reason": reason})
         first = (graph, reason) not in _warned
         _warned.add((graph, reason))
-    log.info("fallback to eager for %s: %s", graph, reason)
+    log.info("fallback: %s %s: %s", graph, what, reason)
     if first:
         warnings.warn(message, FallbackWarning, stacklevel=2)
 

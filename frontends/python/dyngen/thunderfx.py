@@ -28,8 +28,10 @@ The backend keeps the caller's list and gives ThunderCompiler a fresh copy befor
 Note [When Thunder fails]
 A static graph that Thunder cannot split or compile (its splitter raises at compile time, its
 trace raises at the first call, or its first call returns outputs whose shapes or dtypes differ
-from Dynamo's) runs eagerly from then on, with a recorded fallback (stats.record_fallback), instead
-of failing the training step.
+from Dynamo's) is compiled by dyngen instead, through AOTAutograd as a dynamic graph is (static
+sizes are a special case of symbolic ones), with a warning naming Thunder's failure. Only when
+dyngen fails too does it run eagerly, with a recorded fallback (stats.record_fallback); either way
+the training step goes on.
 """
 from __future__ import annotations
 
@@ -122,9 +124,25 @@ class DyngenCompiler(ThunderCompiler):
             split = super().__call__(gm, sample_args, **compile_options)
         except Exception as e:  # noqa: BLE001 - Note [When Thunder fails]
             del self.subgraph_infos[n_infos:]
-            return self._eager(gm, rec, f"Thunder could not split it: {type(e).__name__}: {e}")
+            return self._instead(gm, sample_args, rec,
+                                 f"Thunder could not split it: {type(e).__name__}: {e}")
         log.info("%s: static shapes, given to Thunder", name)
-        return _GuardedThunder(self, gm, split, rec)
+        return _GuardedThunder(self, gm, split, rec, sample_args)
+
+    def _instead(self, gm, sample_args, rec, reason):
+        """Note [When Thunder fails]: dyngen compiles the graph Thunder failed on; eager PyTorch
+        runs it when dyngen fails too."""
+        name = rec["graph"]
+        try:
+            fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
+                                 prebuild_archs=self.prebuild_archs)
+        except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
+            raise
+        except Exception as e:  # noqa: BLE001
+            return self._eager(gm, rec, f"{reason}; dyngen failed too: {type(e).__name__}: {e}")
+        log.warning("dyngen: %s: %s; compiled by dyngen instead", name, reason)
+        rec.update(kind="dyngen", reason=f"{reason}; compiled by dyngen instead")
+        return fn
 
     def _eager(self, gm, rec, reason):
         record_fallback(rec["graph"], reason)
@@ -136,14 +154,15 @@ class DyngenCompiler(ThunderCompiler):
 class _GuardedThunder:
     """Note [When Thunder fails]: Thunder's split module, checked on its first call."""
 
-    def __init__(self, owner: DyngenCompiler, gm, split, rec):
+    def __init__(self, owner: DyngenCompiler, gm, split, rec, sample_args):
         self.owner, self.gm, self.split, self.rec = owner, gm, split, rec
+        self.sample_args = sample_args
         self.checked = False
-        self.eager = False
+        self.instead = None  # what runs the graph once Thunder failed on it
 
     def __call__(self, *args):
-        if self.eager:
-            return self.gm(*args)
+        if self.instead is not None:
+            return self.instead(*args)
         if self.checked:
             return self.split(*args)
         try:
@@ -159,9 +178,9 @@ class _GuardedThunder:
         return out
 
     def _fall_back(self, args, reason):
-        self.eager = True
-        self.owner._eager(self.gm, self.rec, reason)
-        return self.gm(*args)
+        self.instead = self.owner._instead(self.gm, self.sample_args, self.rec, reason)
+        self.sample_args = None
+        return self.instead(*args)
 
 
 def _mismatch(gm, out) -> str:

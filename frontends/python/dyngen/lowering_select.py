@@ -1,0 +1,182 @@
+"""FX -> IR handlers for the selection ops that MoE routers use: gather, scatter (value and src),
+scatter_add, max/min along a dim, topk. Registered into lowering.HANDLERS.
+
+gather and scatter are catalog ops; the others are compositions of catalog ops, so they compile
+once for every size like the rest of the graph.
+
+Note [Arg-max by composition]
+max(x, dim) returns the values (amax) and the index of the first maximum, as PyTorch does: the
+index is the smallest position whose value equals the maximum, taken as -amax(-candidate) over an
+i64 candidate that is the position where x hits the maximum and the dim's size elsewhere. NaN is
+the maximum when present (amax propagates it), and a position hits when it is NaN too. topk(k)
+takes k such picks, each excluding the positions already taken (a mask, not a -inf sentinel, so
+rows holding -inf or the dtype's lowest value still give k distinct indices).
+"""
+from __future__ import annotations
+
+from .errors import Unsupported
+from .ir import SymList, provably_ge
+from .lowering_nn import _iota, logical_and, logical_not, logical_or
+from .ops import DType
+
+TOPK_MAX_K = 16  # k picks unroll into k reductions: beyond this a sort would be the right tool
+
+
+def _dim(c, x, dim) -> int:
+    return int(dim) % max(c.type(x).rank, 1)
+
+
+def gather(c, x, dim, index, *, sparse_grad=False):
+    x = c.tensor(x)
+    return c.op("gather", [x, c.tensor(index)], {"dim": _dim(c, x, dim)})
+
+
+def _scatter_src(c, x, index, src):
+    """src as a tensor of x's dtype and of index's shape (PyTorch reads only that corner)."""
+    it, xt = c.type(index), c.type(x)
+    if not hasattr(src, "vid"):  # scatter.value: a Python scalar written everywhere
+        return c.op("full", [], {"dtype": xt.dtype, "shape": SymList(it.shape),
+                                 "value": float(src) if xt.dtype.is_float else int(src)})
+    src = c.cast(c.tensor(src), xt.dtype)
+    st = c.type(src)
+    for d in range(it.rank):
+        if st.shape[d] != it.shape[d]:
+            if not provably_ge(st.shape[d], it.shape[d]):
+                raise Unsupported("op scatter: cannot prove src is at least index's size")
+            src = c.op("slice", [src], {"dim": d, "start": SymList([0]),
+                                        "end": SymList([it.shape[d]]), "step": 1})
+    return src
+
+
+def scatter(c, x, dim, index, src, *, reduce=None):
+    if reduce is not None:
+        raise Unsupported(f"op scatter with reduce={reduce!r}")
+    x, index = c.tensor(x), c.tensor(index)
+    return c.op("scatter", [x, index, _scatter_src(c, x, index, src)], {"dim": _dim(c, x, dim)})
+
+
+def _iota_along(c, shape, d):
+    """The position along dim d, as i64 broadcast to `shape`."""
+    ones = [1] * len(shape)
+    ones[d] = shape[d]
+    pos = c.reshape(_iota(c, shape[d]), ones)
+    return c.op("expand", [pos], {"shape": SymList(shape)})
+
+
+def scatter_add(c, x, dim, index, src):
+    """x with src added at the indexed positions: the per-element index made a linear index into
+    x flattened, then one index_add (which accumulates in f32 and poisons an out-of-range index,
+    Note [Out-of-range indices]; an index outside its own dim is made out of range of the whole,
+    so it cannot land in a neighbouring row)."""
+    x, index = c.tensor(x), c.tensor(index)
+    xt, it = c.type(x), c.type(index)
+    if xt.rank == 0:
+        raise Unsupported("op scatter_add on a 0-d tensor")
+    d = _dim(c, x, dim)
+    src = _scatter_src(c, x, index, src)
+    strides = [c.ex.b.const(1)] * xt.rank
+    for k in range(xt.rank - 2, -1, -1):
+        strides[k] = strides[k + 1] * xt.shape[k + 1]
+    numel = strides[0] * xt.shape[0]
+    size = c.sym_scalar(xt.shape[d], DType.I64)
+    idx = c.cast(index, DType.I64)
+    wrapped = c.op("where", [c.op("lt", [idx, c.const(0)]), c.op("add", [idx, size]), idx])
+    bad = logical_not(c, logical_and(c, c.op("ge", [wrapped, c.const(0)]),
+                                     c.op("lt", [wrapped, size])))
+    lin = None
+    for k in range(xt.rank):
+        term = wrapped if k == d else _iota_along(c, list(it.shape), k)
+        if strides[k].as_const() != 1:
+            term = c.op("mul", [term, c.sym_scalar(strides[k], DType.I64)])
+        lin = term if lin is None else c.op("add", [lin, term])
+    never = c.op("neg", [c.sym_scalar(numel + numel + 1, DType.I64)])  # wraps to < 0 still
+    lin = c.op("where", [bad, never, lin])
+    n_idx = c.ex.b.const(1)
+    for e in it.shape:
+        n_idx = n_idx * e
+    out = c.op("index_add", [c.reshape(x, (numel,)), c.reshape(lin, (n_idx,)),
+                             c.reshape(src, (n_idx,))], {"dim": 0})
+    return c.reshape(out, tuple(xt.shape))
+
+
+def _lowest(c, dtype):
+    if dtype.is_float:
+        return c.const(float("-inf"), dtype)
+    if dtype == DType.BOOL:
+        return c.const(False)
+    return c.const(-(2 ** 63) if dtype == DType.I64 else -(2 ** 31), dtype)
+
+
+def _first_max(c, x, d, taken=None):
+    """(the max along d, kept as a dim of 1, and the i64 index of its first position) over the
+    positions not `taken` (Note [Arg-max by composition])."""
+    t = c.type(x)
+    keep = {"dims": (d,), "keepdim": 1}
+    cur = x if taken is None else c.op("where", [taken, _lowest(c, t.dtype), x])
+    m = c.op("amax", [cur], keep)
+    hit = c.op("eq", [cur, m])
+    if t.dtype.is_float:
+        hit = logical_or(c, hit, c.op("ne", [cur, cur]))
+    if taken is not None:
+        hit = logical_and(c, hit, logical_not(c, taken))
+    pos = _iota_along(c, list(t.shape), d)
+    cand = c.op("where", [hit, pos, c.sym_scalar(t.shape[d], DType.I64)])
+    first = c.op("neg", [c.op("amax", [c.op("neg", [cand])], keep)])
+    return m, first, pos
+
+
+def _drop_dim(c, r, d, keepdim):
+    if keepdim:
+        return r
+    shape = list(c.type(r).shape)
+    return c.reshape(r, shape[:d] + shape[d + 1:])
+
+
+def max_(c, x, dim=None, keepdim=False):
+    """max(x) (every element), max(x, other) (elementwise) and max(x, dim) (values, indices)."""
+    x = c.tensor(x)
+    if dim is None:
+        return c.op("amax", [x], {"dims": tuple(range(c.type(x).rank)), "keepdim": 0})
+    if hasattr(dim, "vid"):
+        return c.op("maximum", [x, dim])
+    if c.type(x).rank == 0:
+        return x, c.const(0)
+    d = _dim(c, x, dim)
+    m, first, _ = _first_max(c, x, d)
+    return _drop_dim(c, m, d, keepdim), _drop_dim(c, first, d, keepdim)
+
+
+def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's argument names
+    """The k largest along `dim`, in descending order (also a valid answer for sorted=False);
+    ties keep the lower index first."""
+    if not largest:
+        raise Unsupported("op topk with largest=False")
+    if hasattr(k, "as_const") and k.as_const() is not None:
+        k = k.as_const()
+    if not isinstance(k, int) or not 0 <= k <= TOPK_MAX_K:
+        raise Unsupported(f"op topk with k={k!r} (a constant k <= {TOPK_MAX_K} is supported)")
+    x = c.tensor(x)
+    t = c.type(x)
+    d = _dim(c, x, dim)
+    if t.rank == 0 or not provably_ge(t.shape[d], k):
+        raise Unsupported(f"op topk: cannot prove k={k} <= the dim's size")
+    if k == 0:
+        shape = list(t.shape)
+        shape[d] = 0
+        zero = 0.0 if t.dtype.is_float else 0
+        return (c.op("full", [], {"dtype": t.dtype, "shape": SymList(shape), "value": zero}),
+                c.op("full", [], {"dtype": DType.I64, "shape": SymList(shape), "value": 0}))
+    values, indices, taken = [], [], None
+    for _ in range(k):
+        m, first, pos = _first_max(c, x, d, taken)
+        values.append(m)
+        indices.append(first)
+        now = c.op("eq", [pos, first])
+        taken = now if taken is None else logical_or(c, taken, now)
+    if k == 1:
+        return values[0], indices[0]
+    return c.op("cat", values, {"dim": d}), c.op("cat", indices, {"dim": d})
+
+
+HANDLERS = {"gather": gather, "scatter": scatter, "scatter_add": scatter_add, "max": max_,
+            "topk": topk}

@@ -1,0 +1,118 @@
+"""The selection ops MoE routers use (lowering_select.py): gather, scatter with a value and with a
+tensor, scatter_add, max along a dim and topk, forward and backward through AOTAutograd for
+several symbolic sizes, against eager PyTorch: no fallback, nothing compiled after warm-up."""
+import pytest
+import torch
+
+import dyngen
+import dyngen.aot
+from test_ops_coverage import BF16, _check, _x
+
+
+def _distinct_columns(n, cols, k):
+    """[n, k] indices, distinct within each row (scatter's write order is free for repeats)."""
+    return torch.argsort(torch.rand(n, cols), dim=1)[:, :k]
+
+
+def test_gather_scatter_and_scatter_add(fresh):
+    """gather's gradient is scatter_add (repeated indices accumulate), scatter.value's and
+    scatter.src's gradients are scatter and gather."""
+    def f(x, idx, dup, v):
+        picked = x.gather(1, idx) * 2
+        placed = x.scatter(1, idx, 0.5) + x.scatter(1, idx, v)
+        summed = torch.zeros_like(x).scatter_add(1, dup, x[:, :4] * 3)
+        return placed + summed + picked.sum(1, keepdim=True) + x.gather(1, dup).sum(1, True)
+
+    def args(n):
+        return [_x("n", 6)(n), _distinct_columns(n, 6, 2), torch.randint(0, 6, (n, 4)),
+                torch.randn(n, 2, requires_grad=True)]
+    _check(f, args)
+
+
+def test_scatter_add_along_the_symbolic_dim(fresh):
+    def f(x, idx, src):
+        return x.scatter_add(0, idx, src) * 1.5
+    _check(f, lambda n: [_x("n", 3)(n), torch.randint(0, n, (n + 2, 3)),
+                         torch.randn(n + 2, 3, requires_grad=True)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_max_dim_values_and_first_index(fresh, dtype):
+    """Ties give the first index, a NaN is the maximum and -inf rows still pick index 0."""
+    def f(x):
+        v, i = x.max(dim=-1)
+        vk, ik = torch.max(x, 0, keepdim=True)
+        return v * 2 + i.to(x.dtype) + (vk + ik).to(x.dtype).sum() + x.max()
+
+    def args(n):
+        x = torch.randint(-2, 3, (n, 5)).to(dtype)  # many ties
+        x[0, 3] = float("nan")
+        x[1] = float("-inf")
+        return [x]
+    _check(f, args, grad=False, dtype_tol={"equal_nan": True})
+
+    def g(x):  # the gradient goes to the first maximum only
+        return x.max(dim=1)[0] * 3
+    _check(g, lambda n: [_x("n", 7, dtype=dtype)(n)],
+           dtype_tol=BF16 if dtype == torch.bfloat16 else None)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_topk_router(fresh, k):
+    """DBRX's router: softmax, topk over the experts, the weights renormalized; the gradient
+    goes through topk's backward (a scatter of the values' gradient)."""
+    pick = {1: lambda w: torch.topk(w, 1, dim=-1), 2: lambda w: torch.topk(w, 2, dim=-1),
+            4: lambda w: w.topk(4)}[k]  # a literal k: dynamic=True makes a closure's int a SymInt
+
+    def f(logits):
+        w = torch.softmax(logits, dim=-1)
+        top_w, top_i = pick(w)
+        return top_w / top_w.sum(-1, keepdim=True) + top_i.to(w.dtype)
+    _check(f, lambda n: [_x("n", 8)(n)])
+
+
+def test_topk_rows_of_equal_values_give_distinct_indices(fresh):
+    """PyTorch leaves the order of tied indices to the implementation: the values must match,
+    and the indices be distinct and point at them (dyngen: lowest index first)."""
+    compiled = torch.compile(lambda x: x.topk(3, dim=1), backend=dyngen.aot.backend,
+                             dynamic=True)
+    for n in (3, 6, 11):
+        x = torch.randn(n, 6)
+        x[0] = float("-inf")
+        x[1] = 1.0
+        v, i = compiled(x)
+        torch.testing.assert_close(v, x.topk(3, dim=1).values)
+        assert i[:2].tolist() == [[0, 1, 2], [0, 1, 2]]
+        torch.testing.assert_close(x.gather(1, i), v)
+    assert dyngen.stats()["fallbacks"] == []
+
+
+def test_topk_with_a_large_k_runs_as_aten_and_says_so(fresh):
+    from dyngen.options import options, set_options
+    old = options().strict
+    set_options(strict=False)  # the partial graph is what is under test
+    try:
+        _large_k()
+    finally:
+        set_options(strict=old)
+
+
+def _large_k():
+    compiled = torch.compile(lambda x: x.topk(20, dim=1)[0] * 2, backend=dyngen.aot.backend,
+                             dynamic=True)
+    for n in (3, 5):
+        x = torch.randn(n, 24)
+        torch.testing.assert_close(compiled(x), x.topk(20, dim=1)[0] * 2)
+    reasons = " ".join(f["reason"] for f in dyngen.stats()["fallbacks"])
+    assert "topk" in reasons and "k <= 16" in reasons, reasons
+
+
+def test_indexing_by_a_two_dimensional_position_tensor(fresh):
+    """RoPE's cos[position_ids] with position_ids [batch, seq]: read flattened and reshaped, and
+    its gradient (index_put with accumulate over the same index)."""
+    def f(table, pos):
+        return table[pos] * 2 + table[:, 1:][pos].sum(-1, keepdim=True)
+
+    def args(n):
+        return [_x(16, 6)(n), torch.randint(0, 16, (2, n))]
+    _check(f, args)
