@@ -128,11 +128,13 @@ def test_dyngen_compiles_nothing_after_warmup():
 def test_phimoe_runs_under_dyngen_without_model_shims(name):
     """Without the shims, stock ThunderFX fails in step 0 (KeyError from its splitter on the
     rotary graph, whose size symbol is made inside the graph; then the router's autograd.Function
-    with the wrong output shape). dyngen takes the rotary graph as dynamic and runs the graphs
-    Thunder gets wrong eagerly, with recorded fallbacks, and compiles nothing after warm-up.
-    The rotary graph's `arange(cache_position[-1] + 1)` takes its length from a tensor's value,
-    which no compile for symbolic sizes can trace: it is one of those fallbacks, so this test runs
-    non-strict and checks that each fallback was recorded with its reason."""
+    with the wrong output shape). Under dyngen (strict when the suite is: DYNGEN_STRICT=1) nothing
+    falls back: the rotary graph's length read from a tensor runs on the host (Note [Sizes read
+    from tensors]), the graph Thunder gets wrong is compiled by dyngen (Note [When Thunder
+    fails]), the router's random draws are PyTorch's (Note [Random numbers]), and nothing is
+    compiled after warm-up. One op still runs as ATen: at this fixed length the attention is
+    CPU's flash kernel (_scaled_dot_product_flash_attention_for_cpu and its backward), which has
+    no lowering yet; so this test runs non-strict and checks that those are the only fallbacks."""
     from dyngen.options import options, set_options
 
     strict = options().strict
@@ -154,10 +156,13 @@ def _run_phimoe_without_shims(name):
     assert all(math.isfinite(s["loss"]) for s in r["steps"])
     after = r["summary"]["events_after_warmup"]
     assert r["summary"]["compile_events_after_warmup"] == 0, after
-    assert after["dyngen_fallbacks"] == 0, after
-    assert r["dyngen_stats"]["dynamic_graphs"] >= 1
-    reasons = [f["reason"] for f in r["dyngen_stats"]["fallbacks"]]
-    assert any("_local_scalar_dense" in x for x in reasons), reasons  # the rotary graph
+    stats = r["dyngen_stats"]
+    reasons = [f["reason"] for f in stats["fallbacks"]]
+    assert all("_scaled_dot_product_flash_attention_for_cpu" in x and "partly compiled" in x
+               and x.count(": op ") == 1 for x in reasons), reasons
+    assert stats["dynamic_graphs"] >= 1
+    assert stats["ops_where"]["host"] >= 1 and stats["ops_where"]["rng"] >= 1, stats["ops_where"]
+    assert stats["graphs_where"]["eager"] == 0, stats
 
 
 def test_failing_backend_is_reported_and_others_still_run(tmp_path, monkeypatch, capsys):

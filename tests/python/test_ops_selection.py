@@ -3,6 +3,7 @@ tensor, scatter_add, max along a dim and topk, forward and backward through AOTA
 several symbolic sizes, against eager PyTorch: no fallback, nothing compiled after warm-up."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 import dyngen
 import dyngen.aot
@@ -116,3 +117,11 @@ def test_indexing_by_a_two_dimensional_position_tensor(fresh):
     def args(n):
         return [_x(16, 6)(n), torch.randint(0, 16, (2, n))]
     _check(f, args)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_and_its_gradient(fresh, padding_idx):
+    w = torch.randn(10, 6, requires_grad=True)
+    _check(lambda ids, w: F.embedding(ids, w, padding_idx=padding_idx) * 2,
+           lambda n: [torch.randint(0, 10, (2, n)), w])
+    assert dyngen.stats()["ops_where"]["aten"] == 0

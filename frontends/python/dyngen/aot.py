@@ -9,8 +9,12 @@ names them in Unsupported, and the graph is compiled in parts around them (Note 
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch._decomp import get_decompositions
+from torch._guards import detect_fake_mode
+from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
 from .errors import FallbackError
@@ -50,11 +54,11 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, repor
                 "reason": f"{type(e).__name__}: {e}"}
         fn = gm
     count_where(part["where"], dyngen=part["dyngen_ops"], aten=part["aten_ops"],
-                rng=part.get("rng_draws", 0))
+                rng=part.get("rng_draws", 0), host=part.get("host_reads", 0))
     if part["where"] == "dyngen":
-        log.info("%s: compiled by dyngen (%d ops%s)", name, part["dyngen_ops"],
-                 f"; {part['rng_draws']} random draws by PyTorch first, Note [Random numbers]"
-                 if part.get("rng_draws") else "")
+        log.info("%s: compiled by dyngen (%d ops; by PyTorch: %d random draws, Note [Random "
+                 "numbers], %d sizes read from tensors, Note [Sizes read from tensors])", name,
+                 part["dyngen_ops"], part.get("rng_draws", 0), part.get("host_reads", 0))
     else:
         record_fallback(name, part["reason"], what="runs in part as ATen ops"
                         if part["where"] == "partial" else "runs eagerly")
@@ -74,7 +78,8 @@ def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:
     why = "; ".join(f"{op}: {msg}" for op, msg in r.aten_reasons.items()) or whole_reason
     if r.regions and not r.aten_reasons:  # dyngen runs all but the draws (Note [Random numbers])
         return {"graph": name, "where": "dyngen", "dyngen_ops": r.dyngen_ops, "aten_ops": 0,
-                "rng_draws": r.rng_draws, "fn": r.fn, "regions": r.regions, "reason": ""}
+                "rng_draws": r.rng_draws, "host_reads": r.host_reads, "fn": r.fn,
+                "regions": r.regions, "reason": ""}
     if r.regions == 0:
         return {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": r.aten_ops,
                 "fn": r.fn, "reason": why}
@@ -91,14 +96,36 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, name: str = "graph
     at the first backward). `prebuild_archs`: runtime.compile_ir (captured here: the backward
     compiles later)."""
     p = prebuild_archs
-    return aot_module_simplified(
-        gm, example_inputs,
-        fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward", report, p),
-        bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward", report, p),
-        inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference", report, p),
-        decompositions=DECOMPOSITIONS,
-        keep_inference_input_mutations=True,
-    )
+
+    def trace():
+        return aot_module_simplified(
+            gm, example_inputs,
+            fw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.forward", report, p),
+            bw_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.backward", report, p),
+            inference_compiler=lambda g, i: _compile_or_eager(g, i, f"{name}.inference", report,
+                                                              p),
+            decompositions=DECOMPOSITIONS,
+            keep_inference_input_mutations=True,
+        )
+    try:
+        return trace()
+    except DataDependentOutputException:
+        env = getattr(detect_fake_mode(example_inputs), "shape_env", None)
+        if env is None:
+            raise
+    # Note [Sizes read from tensors]
+    # A size taken from a tensor's value (Phi-3.5-MoE's rotary embedding: arange(seq_len) with
+    # seq_len the 0-d tensor cache_position[-1] + 1) makes tracing fail with FakeTensors, which
+    # have no values. Traced again with scalar outputs allowed, the read becomes
+    # aten._local_scalar_dense with an unbacked size u0. PyTorch runs that read on the host, as
+    # eager's arange(tensor) does; it passes u0 into the dyngen region as a size argument
+    # (Note [Partial graphs]), so the graph compiles once for every value.
+    old = env.settings
+    env.settings = dataclasses.replace(old, allow_scalar_outputs=True)
+    try:
+        return trace()
+    finally:
+        env.settings = old
 
 
 _counter = 0

@@ -180,3 +180,38 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
 
 HANDLERS = {"gather": gather, "scatter": scatter, "scatter_add": scatter_add, "max": max_,
             "topk": topk}
+
+
+def embedding(c, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """weight's rows picked by indices of any shape (padding_idx matters to the gradient only)."""
+    weight, indices = c.tensor(weight), c.tensor(indices)
+    it = c.type(indices)
+    n = c.ex.b.const(1)
+    for e in it.shape:
+        n = n * e
+    rows = c.op("index_select", [weight, c.reshape(indices, (n,))], {"dim": 0})
+    return c.reshape(rows, tuple(it.shape) + (c.type(weight).shape[1],))
+
+
+def embedding_dense_backward(c, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """The weight's gradient: each row of grad added into the row its index names (index_add,
+    f32 accumulation), rows at padding_idx left 0."""
+    if scale_grad_by_freq:
+        raise Unsupported("op embedding_dense_backward with scale_grad_by_freq=True")
+    grad, indices = c.tensor(grad), c.tensor(indices)
+    it, gt = c.type(indices), c.type(grad)
+    n = c.ex.b.const(1)
+    for e in it.shape:
+        n = n * e
+    dim = gt.shape[-1]
+    idx = c.reshape(indices, (n,))
+    rows = c.reshape(grad, (n, dim))
+    if padding_idx is not None:  # -1 (none) matches no index, as indices are >= 0
+        keep = c.op("ne", [idx, c.const(padding_idx, DType.I64)])
+        rows = c.op("where", [c.reshape(keep, (n, 1)), rows, c.const(0.0, gt.dtype)])
+    zeros = c.op("full", [], {"dtype": gt.dtype, "shape": SymList([c.ex.sym(num_weights), dim]),
+                              "value": 0.0})
+    return c.op("index_add", [zeros, idx, rows], {"dim": 0})
+
+
+HANDLERS.update({"embedding": embedding, "embedding_dense_backward": embedding_dense_backward})

@@ -38,6 +38,7 @@ class PartialResult:
     dyngen_ops: int = 0           # call nodes inside those regions
     aten_ops: int = 0             # call nodes PyTorch runs (random draws apart)
     rng_draws: int = 0            # random draws PyTorch runs first (Note [Random numbers])
+    host_reads: int = 0           # sizes read from tensors (Note [Sizes read from tensors])
     aten_reasons: dict = field(default_factory=dict)  # op name -> why dyngen did not take it
 
 
@@ -120,14 +121,18 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     calls = [n for n in _calls(gm) if n not in hoisted.nodes]
     n_calls -= hoisted.draws + hoisted.erased
     supported, reasons = set(), {}
+    host_reads = [n for n in calls if n.target is aten._local_scalar_dense.default]
+    n_calls -= len(host_reads)
     for n in calls:
+        if n in host_reads:
+            continue
         why = node_reason(n)
         if why is None:
             supported.add(n)
         else:
             reasons.setdefault(op_name(n), why)
     result = PartialResult(gm, aten_ops=n_calls, aten_reasons=reasons,
-                           rng_draws=hoisted.draws)
+                           rng_draws=hoisted.draws, host_reads=len(host_reads))
     if not supported:
         return result
     partitioner = CapabilityBasedPartitioner(gm, _Supported(supported),

@@ -26,10 +26,11 @@ from .options import log, options
 # Thunder (or AOTAutograd) failed on them. ops_where counts the call nodes of those graphs the
 # same way ("dyngen": inside dyngen's executables, "aten": run by PyTorch inside dyngen's graphs,
 # "thunder" and "eager": nodes of the Dynamo graphs given to Thunder or run eagerly; "rng": random
-# draws PyTorch's generator makes ahead of a dyngen graph, Note [Random numbers]). Both are
+# draws PyTorch's generator makes ahead of a dyngen graph, Note [Random numbers]; "host": sizes
+# PyTorch reads from tensors for a dyngen graph, Note [Sizes read from tensors] in aot.py). Both are
 # counted when a graph is compiled (Thunder's: first run), once per graph, not per call.
 GRAPH_PLACES = ("dyngen", "partial", "aten", "thunder", "eager")
-OP_PLACES = ("dyngen", "aten", "thunder", "eager", "rng")
+OP_PLACES = ("dyngen", "aten", "thunder", "eager", "rng", "host")
 
 
 @dataclass
