@@ -274,9 +274,9 @@ GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& ord
       for (int u : order)
         for (size_t k = 0; k < g.nodes[u].inputs.size(); ++k)
           if (g.nodes[u].inputs[k] == n.output &&
-              !(k < 2 && (std::find(anchors.begin(), anchors.end(), u) != anchors.end() ||
-                          op_info(g.nodes[u].op).category == OpCategory::kLayout)))
-            only_operands = false;
+              !((k < 2 && std::find(anchors.begin(), anchors.end(), u) != anchors.end()) ||
+                op_info(g.nodes[u].op).category == OpCategory::kLayout))
+            only_operands = false;  // a GEMM's a or b, or any input of a view (a cat's third)
       if (only_operands && !escapes(g, members, n.output)) continue;
       if (op_info(n.op).category == OpCategory::kLayout)
         throw std::logic_error("a view in a GEMM group is read by its epilogue");

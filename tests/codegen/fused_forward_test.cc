@@ -154,6 +154,23 @@ TEST_P(FusedForward, MatchesTheReferenceOnTheUnfusedGraph) {
     EXPECT_TRUE(check.ok) << c.name << " " << check.what << ": " << check.message;
 }
 
+// Compiles g for the host and checks it against the reference evaluator for each size of its
+// symbol n (inputs seeded with seed + n).
+void compile_and_check(const Graph& g, std::initializer_list<int64_t> sizes, int seed) {
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = cache_dir();
+  CompileOutcome o = compile_graph(g, req);
+  ASSERT_TRUE(o.ok()) << o.error;
+  for (int64_t n : sizes) {
+    auto inputs = make_random_inputs(g, {{"n", n}}, seed + n);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(g, *o.executable, inputs.value());
+    ASSERT_TRUE(checks.ok()) << checks.message();
+    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+  }
+}
+
 // Static facts decide the GEMM path: rows of 36 bf16 (72 bytes) cannot feed 16-byte cp.async
 // copies, so that linear takes the scalar tile; rows of 40 take tensor cores. Both are correct.
 TEST(FusedForwardPlan, UnalignedRowsTakeTheScalarTile) {
@@ -171,18 +188,33 @@ output %a, %b
   ASSERT_EQ(plan.kernels.size(), 2u);
   EXPECT_NE(plan.kernels[0].summary.find("[scalar tile"), std::string::npos) << plan.kernels[0].summary;
   EXPECT_NE(plan.kernels[1].summary.find("[tensor cores"), std::string::npos) << plan.kernels[1].summary;
-  CompileRequest req;
-  req.target = "host";
-  req.cache_dir = cache_dir();
-  CompileOutcome o = compile_graph(g, req);
-  ASSERT_TRUE(o.ok()) << o.error;
-  for (int64_t n : {0, 3, 70}) {
-    auto inputs = make_random_inputs(g, {{"n", n}}, 5 + n);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value());
-    ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
-  }
+  compile_and_check(g, {0, 3, 70}, 5);
+}
+
+// Attention's input gradient dx = dq Wq^T + dk Wk^T + dv Wv^T becomes one GEMM over the
+// concatenated K (concat_gemm_k): the third weight's view is read by the cat as its third input,
+// which is a load of the GEMM, not the epilogue (this once failed to compile).
+TEST(FusedForwardPlan, ThreeWayConcatenatedKGemm) {
+  Graph g = parse(R"(graph @three_projections_backward
+sym n in [0, inf] div 1
+input %dq: f32[n, 32]
+input %dk: f32[n, 16]
+input %dv: f32[n, 16]
+input %wq: f32[32, 32]
+input %wk: f32[32, 16]
+input %wv: f32[32, 16]
+%tq: f32[32, 32] = permute(%wq) {dims = [1, 0]}
+%tk: f32[16, 32] = permute(%wk) {dims = [1, 0]}
+%tv: f32[16, 32] = permute(%wv) {dims = [1, 0]}
+%a: f32[n, 32] = matmul(%dq, %tq)
+%b: f32[n, 32] = matmul(%dk, %tk)
+%c: f32[n, 32] = matmul(%dv, %tv)
+%ab: f32[n, 32] = add(%a, %b)
+%dx: f32[n, 32] = add(%ab, %c)
+output %dx
+)");
+  EXPECT_EQ(emit_cuda(run_pipeline(g)).kernels.size(), 1u);
+  compile_and_check(g, {0, 1, 37}, 11);
 }
 
 // Pointwise chains fold into a reduction: the prologue (exp, mul with a broadcast operand, and a

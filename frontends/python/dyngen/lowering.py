@@ -20,6 +20,7 @@ from .ir import IRTypeError, SymExpr, SymList, provably_ge, sym_min
 from .ops import DType
 from . import lowering_nn as _nn
 from . import lowering_select as _selection
+from . import lowering_attention as _attention
 from .lowering_sym import SymBool, lower_symbool
 
 _MISSING = object()
@@ -504,6 +505,7 @@ for _n in ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "silu_backwa
     HANDLERS[_n] = _binary(_n)
 HANDLERS.update(_nn.HANDLERS)
 HANDLERS.update(_selection.HANDLERS)
+HANDLERS.update(_attention.HANDLERS)
 HANDLERS.update({"true_divide": HANDLERS["div"], "subtract": HANDLERS["sub"],
                  "multiply": HANDLERS["mul"], "negative": HANDLERS["neg"],
                  "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("amax")})
