@@ -170,3 +170,26 @@ def test_failing_backend_is_reported_and_others_still_run(tmp_path, monkeypatch,
     table = capsys.readouterr().out
     assert "ERROR RuntimeError: frontend not ready" in table and "| eager" in table
     assert png.stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", models.MODEL_NAMES)
+def test_changing_sequence_lengths_compile_nothing_after_warm_up(name):
+    """Issue 10's scenario: the length changes every step (--seq-lengths, no model shims). Under
+    dyngen (strict when the suite is) nothing falls back, nothing runs as an ATen op, nothing
+    compiles after warm-up, and the losses follow eager's (bf16, the same seed and draws). Five
+    warm-up steps: with one layer, Dynamo itself meets new frames (resume functions after graph
+    breaks, first compiled static) until the fifth step of DBRX's cycle."""
+    argv = ["--model", name, "--scale", "tiny", "--fixed-num-hidden-layers", "1",
+            "--seq-lengths", "96,128,112,144", "--max-steps", "8", "--warmup-steps", "5",
+            "--device", "cpu", "--quiet", "--no-model-shims", "--compile", "eager,dyngen"]
+    args = bp.parse_args(argv)
+    eager, dyn = bp.run_backend(args, "eager"), bp.run_backend(args, "dyngen")
+    assert eager["status"] == "ok" and dyn["status"] == "ok", dyn.get("traceback")
+    assert dyn["summary"]["compile_events_after_warmup"] == 0, dyn["summary"]
+    stats = dyn["dyngen_stats"]
+    assert stats["fallbacks"] == [] and stats["ops_where"]["aten"] == 0, stats
+    assert stats["dynamic_graphs"] >= 1 and stats["graphs_where"]["eager"] == 0, stats
+    for a, b in zip(eager["steps"], dyn["steps"]):
+        assert a["seq_length"] == b["seq_length"]
+        assert abs(a["loss"] - b["loss"]) < 1e-2, (a["step"], a["loss"], b["loss"])

@@ -12,6 +12,11 @@ order (the generator's stream is consumed in the same order as eagerly), drawing
 the rest of the graph is one region compiled by dyngen (Note [Partial graphs]) instead of being cut
 at every draw.
 
+One known difference from eager: AOTAutograd's backward of an autograd.Function can hold dead
+draws (Phi-3.5-MoE's MultiplierProcessor: its backward graph re-traces the router's rand_like and
+uniform, results unused). They are in the graph, so they are drawn, as under any AOTAutograd
+backend, and the stream moves ahead of eager's from the next draw on.
+
 The hoist is all or nothing: a seeded op whose result depends on values (bernoulli with a tensor
 p, native_dropout, multinomial), or a shape that is not a sum or product of the graph's input
 sizes, leaves the graph as it was, since moving only some draws would reorder the stream.

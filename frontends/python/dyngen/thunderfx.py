@@ -127,7 +127,7 @@ class DyngenCompiler(ThunderCompiler):
             return self._instead(gm, sample_args, rec,
                                  f"Thunder could not split it: {type(e).__name__}: {e}")
         log.info("%s: static shapes, given to Thunder", name)
-        return _GuardedThunder(self, gm, split, rec, sample_args)
+        return _GuardedThunder(self, gm, split, rec)
 
     def _instead(self, gm, sample_args, rec, reason):
         """Note [When Thunder fails]: dyngen compiles the graph Thunder failed on; eager PyTorch
@@ -154,9 +154,10 @@ class DyngenCompiler(ThunderCompiler):
 class _GuardedThunder:
     """Note [When Thunder fails]: Thunder's split module, checked on its first call."""
 
-    def __init__(self, owner: DyngenCompiler, gm, split, rec, sample_args):
+    def __init__(self, owner: DyngenCompiler, gm, split, rec):
+        # No example inputs are kept: Dynamo's are the caller's tensors, which must not outlive
+        # the call (Thunder's test_leak_on_unsupported_thunder_operator).
         self.owner, self.gm, self.split, self.rec = owner, gm, split, rec
-        self.sample_args = sample_args
         self.checked = False
         self.instead = None  # what runs the graph once Thunder failed on it
 
@@ -178,8 +179,7 @@ class _GuardedThunder:
         return out
 
     def _fall_back(self, args, reason):
-        self.instead = self.owner._instead(self.gm, self.sample_args, self.rec, reason)
-        self.sample_args = None
+        self.instead = self.owner._instead(self.gm, list(args), self.rec, reason)
         return self.instead(*args)
 
 
