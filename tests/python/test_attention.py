@@ -55,4 +55,4 @@ def test_attention_forward_and_backward(fresh, dtype, kv_heads, causal):
             assert err <= 2 * eager_err + 1e-3, (n, float(err), float(eager_err))
     s = dyngen.stats()
     assert s["fallbacks"] == [] and s["ops_where"]["aten"] == 0, s
-    assert calls[-1] == s["backend_calls"] and s["executor"] == "emulate", (calls, s)
+    assert calls[-1] == s["backend_calls"] and "emulate" in s["executor"].split("+"), (calls, s)

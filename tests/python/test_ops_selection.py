@@ -125,3 +125,27 @@ def test_embedding_and_its_gradient(fresh, padding_idx):
     _check(lambda ids, w: F.embedding(ids, w, padding_idx=padding_idx) * 2,
            lambda n: [torch.randint(0, 10, (2, n)), w])
     assert dyngen.stats()["ops_where"]["aten"] == 0
+
+
+def test_rotate_half_and_slices_from_the_end(fresh):
+    """RoPE's rotate_half (cat on dim -1 of two halves of a static head dim, one of them bf16:
+    cat promotes) and slices from the end of the symbolic dim (x[-4:]: dyngen cannot prove the
+    dim is at least 4, so the bound is max(n - 4, 0) as PyTorch clamps it), forward and backward;
+    only the token dim is dynamic, as in a model."""
+    def f(x):
+        half = x.shape[-1] // 2
+        rot = torch.cat((-x[..., half:], x[..., :half].to(torch.bfloat16)), dim=-1)
+        return rot * 2 + x[-4:].sum(0) + x[:-1].sum(0)
+
+    compiled = torch.compile(f, backend=dyngen.aot.backend)
+    for n in (5, 6, 11):
+        x = torch.randn(n, 6, requires_grad=True)
+        torch._dynamo.mark_dynamic(x, 0)
+        xr = x.detach().clone().requires_grad_()
+        got, want = compiled(x), f(xr)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(torch.autograd.grad(got.square().sum(), x)[0],
+                                   torch.autograd.grad(want.square().sum(), xr)[0])
+    s = dyngen.stats()
+    assert s["fallbacks"] == [] and s["ops_where"]["aten"] == 0, s
+    assert s["dynamic_graphs"] + s["graphs_where"]["dyngen"] >= 1 and s["backend_calls"] == 1, s

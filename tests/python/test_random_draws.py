@@ -35,7 +35,7 @@ def test_draws_match_eager_under_one_seed_without_a_fallback(fresh):
     assert s["fallbacks"] == [], s["fallbacks"]
     assert s["graphs_where"]["partial"] == 0 and s["graphs_where"]["aten"] == 0, s
     assert s["ops_where"]["rng"] == 4 and s["ops_where"]["aten"] == 0, s["ops_where"]
-    assert s["ops_where"]["dyngen"] >= 10 and s["executor"] == "emulate", s
+    assert s["ops_where"]["dyngen"] >= 10 and "emulate" in s["executor"].split("+"), s
     assert s["backend_calls"] == 1, s
 
 

@@ -46,4 +46,4 @@ def test_a_length_read_from_a_tensor_compiles_once(fresh):
     assert s["fallbacks"] == [], s["fallbacks"]
     assert s["ops_where"]["host"] >= 1 and s["graphs_where"]["eager"] == 0, s
     assert calls[-1] == calls[-2], calls  # nothing new after warm-up
-    assert s["executor"] == "emulate"
+    assert "emulate" in s["executor"].split("+"), s  # stats() joins every executor used

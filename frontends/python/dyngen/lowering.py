@@ -16,7 +16,7 @@ import torch.fx
 
 from .errors import Unsupported
 from .export import Ref, dtype_of, meta_val, type_error
-from .ir import IRTypeError, SymExpr, SymList, provably_ge, sym_min
+from .ir import IRTypeError, SymExpr, SymList, provably_ge, sym_max, sym_min
 from .ops import DType
 from . import lowering_nn as _nn
 from . import lowering_select as _selection
@@ -223,9 +223,9 @@ def _slice_bound(c, v, size: SymExpr, default: SymExpr) -> SymExpr:
     k = v.as_const()
     if k is not None and k >= 2**62:
         return size
-    if k is not None and k < 0:
+    if k is not None and k < 0:  # from the end, clamped at 0 as in PyTorch (x[-5:] of 3)
         v = size + k
-        return v if provably_ge(v, 0) else _fail(c, "a negative slice bound on a symbolic dim")
+        return v if provably_ge(v, 0) else sym_max(v, c.ex.b.const(0))
     return v if provably_ge(size, v) else sym_min(v, size)
 
 
@@ -255,10 +255,12 @@ def _fail(c, why):
 
 
 def _cat(c, tensors, dim=0):
-    tensors = [t for t in tensors]
+    """torch.cat promotes its operands to one dtype (Phi's rotary cats f32 and bf16 halves)."""
+    dtype = c.out_dtype()
+    tensors = [c.cast(c.tensor(t), dtype) for t in tensors]
     if len(tensors) == 1:
         return tensors[0]
-    return c.op("cat", tensors, {"dim": int(dim)})
+    return c.op("cat", tensors, {"dim": int(dim) % max(c.type(tensors[0]).rank, 1)})
 
 
 def _identity(c, x, *args, **kw):
