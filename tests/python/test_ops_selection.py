@@ -129,13 +129,15 @@ def test_embedding_and_its_gradient(fresh, padding_idx):
 
 def test_rotate_half_and_slices_from_the_end(fresh):
     """RoPE's rotate_half (cat on dim -1 of two halves of a static head dim, one of them bf16:
-    cat promotes) and slices from the end of the symbolic dim (x[-4:]: dyngen cannot prove the
-    dim is at least 4, so the bound is max(n - 4, 0) as PyTorch clamps it), forward and backward;
-    only the token dim is dynamic, as in a model."""
+    cat promotes), a KV cache's first update (cat with a 1-d empty tensor, which cat skips) and
+    slices from the end of the symbolic dim (x[-4:]: dyngen cannot prove the dim is at least 4,
+    so the bound is max(n - 4, 0) as PyTorch clamps it), forward and backward; only the token
+    dim is dynamic, as in a model."""
     def f(x):
         half = x.shape[-1] // 2
         rot = torch.cat((-x[..., half:], x[..., :half].to(torch.bfloat16)), dim=-1)
-        return rot * 2 + x[-4:].sum(0) + x[:-1].sum(0)
+        cached = torch.cat([torch.tensor([]), rot], dim=-2)  # a KV cache's first update
+        return cached * 2 + x[-4:].sum(0) + x[:-1].sum(0)
 
     compiled = torch.compile(f, backend=dyngen.aot.backend)
     for n in (5, 6, 11):

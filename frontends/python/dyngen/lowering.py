@@ -255,9 +255,14 @@ def _fail(c, why):
 
 
 def _cat(c, tensors, dim=0):
-    """torch.cat promotes its operands to one dtype (Phi's rotary cats f32 and bf16 halves)."""
+    """torch.cat promotes its operands to one dtype, and skips 1-d empty operands beside others
+    of a higher rank (a KV cache's first update: cat([tensor([]), k], -2))."""
     dtype = c.out_dtype()
     tensors = [c.cast(c.tensor(t), dtype) for t in tensors]
+    rank = max(c.type(t).rank for t in tensors)
+    if rank > 1:
+        tensors = [t for t in tensors
+                   if not (c.type(t).rank == 1 and c.type(t).shape[0].as_const() == 0)]
     if len(tensors) == 1:
         return tensors[0]
     return c.op("cat", tensors, {"dim": int(dim) % max(c.type(tensors[0]).rank, 1)})
