@@ -308,7 +308,7 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple
     n = None
     if flatten and idxs and all(c.type(i).dtype != DType.BOOL for i in idxs) and all(
             tuple(c.type(i).shape) == tuple(c.type(idxs[0]).shape) for i in idxs):
-        idxs = [c.reshape(i, (_numel(c, c.type(i).shape),)) for i in idxs]
+        idxs = [c.reshape(i, (_nn.numel(c, c.type(i).shape),)) for i in idxs]
     for i in idxs:
         t = c.type(i)
         if t.dtype == DType.BOOL:
@@ -333,13 +333,6 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple
         flat = flat * d
     xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs):])
     return xf, lin, shape
-
-
-def _numel(c, shape):
-    n = c.ex.b.const(1)
-    for d in shape:
-        n = n * d
-    return n
 
 
 def _advanced_index(c, x: Ref, items: list):

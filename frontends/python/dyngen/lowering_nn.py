@@ -154,6 +154,14 @@ def nll_loss_backward(c, grad, x, target, weight, reduction, ignore_index, total
     return c.reshape(out, c.out_shape())
 
 
+def numel(c, shape):
+    """The product of a shape's (symbolic) dims."""
+    n = c.ex.b.const(1)
+    for d in shape:
+        n = n * d
+    return n
+
+
 def _iota(c, n) -> "Ref":
     """0, 1, ..., n-1 as i64 (a running count of ones)."""
     ones = c.op("full", [], {"dtype": DType.I64, "shape": SymList([n]), "value": 1})

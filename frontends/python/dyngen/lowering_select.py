@@ -15,8 +15,9 @@ rows holding -inf or the dtype's lowest value still give k distinct indices).
 from __future__ import annotations
 
 from .errors import Unsupported
-from .ir import SymList, provably_ge
-from .lowering_nn import _iota, logical_and, logical_not, logical_or
+from .ir import SymExpr, SymList, provably_ge
+from .export import Ref
+from .lowering_nn import _iota, logical_and, logical_not, logical_or, numel
 from .ops import DType
 
 TOPK_MAX_K = 16  # k picks unroll into k reductions: beyond this a sort would be the right tool
@@ -34,7 +35,7 @@ def gather(c, x, dim, index, *, sparse_grad=False):
 def _scatter_src(c, x, index, src):
     """src as a tensor of x's dtype and of index's shape (PyTorch reads only that corner)."""
     it, xt = c.type(index), c.type(x)
-    if not hasattr(src, "vid"):  # scatter.value: a Python scalar written everywhere
+    if not isinstance(src, Ref):  # scatter.value: a Python scalar written everywhere
         return c.op("full", [], {"dtype": xt.dtype, "shape": SymList(it.shape),
                                  "value": float(src) if xt.dtype.is_float else int(src)})
     src = c.cast(c.tensor(src), xt.dtype)
@@ -77,7 +78,7 @@ def scatter_add(c, x, dim, index, src):
     strides = [c.ex.b.const(1)] * xt.rank
     for k in range(xt.rank - 2, -1, -1):
         strides[k] = strides[k + 1] * xt.shape[k + 1]
-    numel = strides[0] * xt.shape[0]
+    n_x = numel(c, xt.shape)
     size = c.sym_scalar(xt.shape[d], DType.I64)
     idx = c.cast(index, DType.I64)
     wrapped = c.op("where", [c.op("lt", [idx, c.const(0)]), c.op("add", [idx, size]), idx])
@@ -89,12 +90,10 @@ def scatter_add(c, x, dim, index, src):
         if strides[k].as_const() != 1:
             term = c.op("mul", [term, c.sym_scalar(strides[k], DType.I64)])
         lin = term if lin is None else c.op("add", [lin, term])
-    never = c.op("neg", [c.sym_scalar(numel + numel + 1, DType.I64)])  # wraps to < 0 still
+    never = c.op("neg", [c.sym_scalar(n_x + n_x + 1, DType.I64)])  # wraps to < 0 still
     lin = c.op("where", [bad, never, lin])
-    n_idx = c.ex.b.const(1)
-    for e in it.shape:
-        n_idx = n_idx * e
-    out = c.op("index_add", [c.reshape(x, (numel,)), c.reshape(lin, (n_idx,)),
+    n_idx = numel(c, it.shape)
+    out = c.op("index_add", [c.reshape(x, (n_x,)), c.reshape(lin, (n_idx,)),
                              c.reshape(src, (n_idx,))], {"dim": 0})
     return c.reshape(out, tuple(xt.shape))
 
@@ -137,7 +136,7 @@ def max_(c, x, dim=None, keepdim=False):
     x = c.tensor(x)
     if dim is None:
         return c.op("amax", [x], {"dims": tuple(range(c.type(x).rank)), "keepdim": 0})
-    if hasattr(dim, "vid"):
+    if isinstance(dim, Ref):
         return c.op("maximum", [x, dim])
     if c.type(x).rank == 0:
         return x, c.const(0)
@@ -151,7 +150,7 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
     ties keep the lower index first."""
     if not largest:
         raise Unsupported("op topk with largest=False")
-    if hasattr(k, "as_const") and k.as_const() is not None:
+    if isinstance(k, SymExpr) and k.as_const() is not None:
         k = k.as_const()
     if not isinstance(k, int) or not 0 <= k <= TOPK_MAX_K:
         raise Unsupported(f"op topk with k={k!r} (a constant k <= {TOPK_MAX_K} is supported)")
@@ -186,10 +185,7 @@ def embedding(c, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spar
     """weight's rows picked by indices of any shape (padding_idx matters to the gradient only)."""
     weight, indices = c.tensor(weight), c.tensor(indices)
     it = c.type(indices)
-    n = c.ex.b.const(1)
-    for e in it.shape:
-        n = n * e
-    rows = c.op("index_select", [weight, c.reshape(indices, (n,))], {"dim": 0})
+    rows = c.op("index_select", [weight, c.reshape(indices, (numel(c, it.shape),))], {"dim": 0})
     return c.reshape(rows, tuple(it.shape) + (c.type(weight).shape[1],))
 
 
@@ -200,9 +196,7 @@ def embedding_dense_backward(c, grad, indices, num_weights, padding_idx, scale_g
         raise Unsupported("op embedding_dense_backward with scale_grad_by_freq=True")
     grad, indices = c.tensor(grad), c.tensor(indices)
     it, gt = c.type(indices), c.type(grad)
-    n = c.ex.b.const(1)
-    for e in it.shape:
-        n = n * e
+    n = numel(c, it.shape)
     dim = gt.shape[-1]
     idx = c.reshape(indices, (n,))
     rows = c.reshape(grad, (n, dim))

@@ -52,8 +52,7 @@ def _shape_only(n: torch.fx.Node) -> bool:
         return False
     if name == "bernoulli":  # bernoulli(x, p: float) only; with a tensor p the values matter
         return len(n.args) > 1 and isinstance(n.args[1], float)
-    if name == "normal":  # normal(x, mean: float, std: float) only
-        return all(not isinstance(a, torch.fx.Node) for a in n.args[1:])
+    # Any other operand must be a constant: normal(x, mean, std) with tensor moments reads values.
     return all(not isinstance(a, torch.fx.Node) for a in n.args[1:]) and \
         all(not isinstance(a, torch.fx.Node) for a in n.kwargs.values())
 
