@@ -17,7 +17,7 @@ namespace {
 
 namespace fbs = flatbuffers;
 
-constexpr int64_t kMaxConst = int64_t{1} << 62;
+constexpr int64_t kMaxConst = kGraphFbMaxConst;
 // Work charged for each expression operation, value and node besides its size-dependent part
 // (interning, allocation): bounds the time of inputs made of very many tiny steps.
 constexpr int64_t kStepCost = 16;
@@ -70,6 +70,20 @@ std::string_view str(const fbs::String* s) {
 template <class T>
 uint32_t len(const fbs::Vector<T>* v) {
   return v ? v->size() : 0;
+}
+
+// Note [Vector element alignment]
+// The FlatBuffers verifier checks a vector's length word (4-byte aligned) but not the alignment
+// of its elements, and the builder aligns an EMPTY vector only for its length word
+// (FlatBufferBuilder::PreAlign returns early on 0 bytes), so a `[long]` may start 4 bytes off an
+// 8-byte boundary, in files dyngen's own writer makes. A reader must accept what the verifier
+// accepts: the elements are copied out byte-wise, never dereferenced in place (a misaligned
+// int64 load is undefined behaviour, and UBSan says so).
+std::vector<int64_t> int64_elements(const fbs::Vector<int64_t>* v) {
+  std::vector<int64_t> out(len(v));
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));
+  for (int64_t& x : out) x = fbs::EndianScalar(x);
+  return out;
 }
 
 // Tree size and depth of a canonical expression; `ok` is false when a constant or coefficient
@@ -335,12 +349,7 @@ class Loader {
         return a.f();
       case fb::AttrKind::Ints: {
         if (len(a.ints()) > lim_.max_list) fail(where + " is too long");
-        // FlatBuffers 2.0.8's verifier checks a vector's length word (4-byte aligned) but not
-        // that 8-byte elements are 8-byte aligned; the buffer start is, so check the offset.
-        if (a.ints() && reinterpret_cast<uintptr_t>(a.ints()->data()) % alignof(int64_t) != 0)
-          fail(where + " is misaligned");
-        return a.ints() ? std::vector<int64_t>(a.ints()->begin(), a.ints()->end())
-                        : std::vector<int64_t>();
+        return int64_elements(a.ints());
       }
       case fb::AttrKind::Exprs: {
         uint32_t n = len(a.exprs());

@@ -34,6 +34,9 @@ namespace dg {
 
 // The schema revision this build writes and the newest one it reads (see graph.fbs).
 inline constexpr uint32_t kGraphFbVersion = 1;
+// The largest magnitude of a constant, coefficient, symbol bound or divisor graph.fb holds; the
+// writer refuses a graph beyond it (a file it wrote must load again) and the loader rejects one.
+inline constexpr int64_t kGraphFbMaxConst = int64_t{1} << 62;
 
 struct FbLimits {
   size_t max_bytes = size_t{64} << 20;  // whole file

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -16,6 +17,17 @@ namespace dg {
 namespace {
 
 namespace fbs = flatbuffers;
+
+// Note [Writer within the loader's range]: a file dyngen writes must load again, so the writer
+// refuses what the loader rejects as out of range, with a message naming it, instead of writing
+// it. (The loader's resource limits, FbLimits, bound untrusted files; a graph beyond those is
+// still written, and loads with larger limits.)
+int64_t checked_magnitude(int64_t v, const std::string& what) {
+  if (v < -kGraphFbMaxConst || v > kGraphFbMaxConst)
+    throw std::invalid_argument("write_graph_fb: " + what + " " + std::to_string(v) +
+                                " is beyond +-2^62, the range graph.fb holds");
+  return v;
+}
 
 // The symbolic-expression table of graph.fbs: every distinct interned node once, operands
 // before the entries that use them. A sum's scaled term c*m is a Product(Const c, m) entry.
@@ -62,7 +74,7 @@ class ExprTable {
     switch (n->kind) {
       case SymKind::kConst:
         e.kind = fb::ExprKind::Const;
-        e.value = n->value;
+        e.value = checked_magnitude(n->value, "constant");
         break;
       case SymKind::kSymbol: {
         auto it = symbol_index_.find(n);
@@ -176,6 +188,9 @@ std::string write_graph_fb(const Graph& g) {
       throw std::invalid_argument("write_graph_fb: declared symbol " + s.to_string() +
                                   " is not a symbol");
     Interval r = s.symbol_range();
+    if (r.lo != Interval::kNegInf) checked_magnitude(r.lo, "bound of symbol " + s.symbol_name());
+    if (r.hi != Interval::kPosInf) checked_magnitude(r.hi, "bound of symbol " + s.symbol_name());
+    checked_magnitude(s.symbol_divisor(), "divisor of symbol " + s.symbol_name());
     auto name = b.CreateString(s.symbol_name());
     fb::SymbolBuilder sb(b);
     sb.add_name(name);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/file_bytes.h"
+
 extern char** environ;
 
 namespace {
@@ -24,15 +26,8 @@ struct Proc {
   std::string out, err;
 };
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_all(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using dg::testing::read_all;
+using dg::testing::write_all;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -229,6 +224,31 @@ TEST_F(CliTest, ConvertToUnwritablePathExit2) {
   Proc r = dyngen({"convert", fixture("lora_mlp.dgir").string(), out.string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.rfind("dyngen: " + out.string() + ": ", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The fuzzer's finding (issue: a graph dyngen writes must load again): a 0-d `full` whose empty
+// `shape` list the writer leaves 4 bytes off an 8-byte boundary.
+TEST_F(CliTest, ConvertedFileInspectsAsTheOriginal) {
+  fs::path in = fs::path(DG_CLI_TEST_DIR) / ".." / "fuzz" / "corpus" /
+                "roundtrip_misaligned_empty_shape.fb";
+  fs::path out = tmp("rt.fb");
+  Proc first = dyngen({"inspect", in.string()});
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_EQ(dyngen({"convert", in.string(), out.string()}).code, 0);
+  Proc again = dyngen({"inspect", out.string()});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);
+}
+
+// A constant the text form holds and graph.fb cannot is refused by the writer, not written.
+TEST_F(CliTest, ConvertRefusesAConstantBeyondTheFormat) {
+  fs::path text = tmp("big.dgir"), out = tmp("big.fb");
+  write_all(text, "graph @big\nsym s in [2, inf] div 1\ninput %n: sym s - 9223372036854775807 - 1\n"
+                  "input %x: f32[s]\noutput %x\n");
+  Proc r = dyngen({"convert", text.string(), out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("beyond +-2^62"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
 }
 

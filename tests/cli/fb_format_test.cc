@@ -14,16 +14,14 @@
 #include "ir/graph_hash.h"
 #include "ir/graph_io.h"
 #include "ir/text_format.h"
+#include "tests/file_bytes.h"
 
 namespace dg {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using dg::testing::read_all;
 
 Graph parse_file(const fs::path& p) {
   ParseResult r = parse_graph_text(read_all(p));

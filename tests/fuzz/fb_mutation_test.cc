@@ -16,16 +16,14 @@
 #include "ir/fb_writer.h"
 #include "ir/graph_generated.h"
 #include "ir/text_format.h"
+#include "tests/file_bytes.h"
 
 namespace dg {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using dg::testing::read_all;
 
 // Valid seed graphs (corpus and compat files), or the corpus's regression inputs: files named
 // regress_*.fb that once crashed a sanitizer build and must stay load errors.
