@@ -8,7 +8,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 packages=(cmake g++ make clang libclang-rt-14-dev flatbuffers-compiler libflatbuffers-dev
-          librange-v3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-venv ccache)
+          librange-v3-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+          python3-venv ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

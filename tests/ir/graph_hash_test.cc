@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "ir/sha256.h"
 #include "ir/text_format.h"
 
 namespace dg {
@@ -99,6 +102,23 @@ TEST(IrGraphHash, EachChangeChangesTheHash) {
     if (std::string(e.what) == "static dim") text = replace_all(text, "32]", "16]");
     EXPECT_NE(hash_of(text), h) << e.what << "\n" << text;
   }
+}
+
+// FIPS 180-2's examples, and the same digest fed in uneven pieces: the digest behind every graph
+// hash and cache key (Note [SHA-256 from libcrypto]).
+TEST(IrSha256, KnownAnswers) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256_hex(two_blocks),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1000000, 'a');
+  EXPECT_EQ(sha256_hex(million), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  Sha256 h;
+  for (size_t at = 0, step = 1; at < million.size(); at += step, step = step * 3 % 1000 + 1)
+    h.update(million.data() + at, std::min(step, million.size() - at));
+  auto d = h.finish();
+  EXPECT_EQ(to_hex(d.data(), d.size()), sha256_hex(million));
 }
 
 // Recorded once from this implementation; a change here means every cached kernel is recompiled,
