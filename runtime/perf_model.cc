@@ -14,15 +14,16 @@ namespace {
 struct SassWork {
   double instructions_per_block = 0;
   double serial_clocks = 0;
-  double dram_share = 1;  // of the loops' exposed global loads
+  double dram_share = 1;  // of the loops' staged global loads
 };
 
-// One warp's clocks for an iteration of `l`; `miss` is the share of exposed global loads that go to
-// DRAM, the rest hitting L1.
-double iteration_clocks(const SassLoop& l, double miss, const GpuSpec& gpu) {
+// One warp's clocks for an iteration of `l`; `dram_share` is the share of staged loads that come
+// from DRAM, the rest from L2 (Note [Achievable estimate]).
+double iteration_clocks(const SassLoop& l, double dram_share, const GpuSpec& gpu) {
   double clocks = l.instructions + l.barriers * gpu.barrier_clocks;
-  if (l.exposed_global_load)
-    clocks += miss * gpu.dram_latency_clocks + (1 - miss) * gpu.l1_latency_clocks;
+  if (l.exposed_staging_load)
+    clocks += dram_share * gpu.dram_latency_clocks + (1 - dram_share) * gpu.l2_latency_clocks;
+  if (l.exposed_global_load) clocks += gpu.l1_latency_clocks;
   if (l.exposed_shared_load) clocks += gpu.l1_latency_clocks;
   return clocks;
 }
@@ -46,13 +47,13 @@ SassWork sass_work(const SassStats& s, const KernelEstimate& e, double simt_cont
     for (int k : s.simt_loops) loops.push_back({&s.loops[k], iterations});
   }
   std::vector<bool> counted(s.instructions.size(), false);
-  double loaded = 0;  // bytes the loops load from global memory, all threads together
+  double staged = 0;  // bytes the loops stage into shared memory, all threads together
   for (const auto& [l, iterations] : loops) {
-    loaded += iterations * (l->global_load_bytes + l->async_copy_bytes) * threads * ctas;
+    staged += iterations * (l->global_load_bytes + l->async_copy_bytes) * threads * ctas;
     for (int j = l->begin; j <= l->end; ++j) counted[j] = true;
   }
-  // Compulsory bytes come from DRAM once; every other byte loaded is a re-read (an L1 hit).
-  w.dram_share = loaded > 0 ? std::min(1.0, e.bytes / loaded) : 1.0;
+  // Compulsory bytes come from DRAM once; a tile staged again (by another CTA) comes from L2.
+  w.dram_share = staged > 0 ? std::min(1.0, e.bytes / staged) : 1.0;
   for (const auto& [l, iterations] : loops) {
     w.instructions_per_block += iterations * l->instructions * warps;
     w.serial_clocks += iterations * iteration_clocks(*l, w.dram_share, gpu);
@@ -86,10 +87,10 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
     m.main_loop_inner_loops = in.sass->loops[in.sass->main_mma_loop].inner_loops;
   }
   if (!in.sass) {
-    m.missing.push_back("issue_seconds: no SASS (cuobjdump not found or failed)");
-    m.missing.push_back("latency_seconds: no SASS (cuobjdump not found or failed)");
-    if (e.tensor_flops > 0)
-      m.missing.push_back("instructions_per_mma: no SASS (cuobjdump not found or failed)");
+    std::string why = ": no SASS (" + in.no_sass_reason + ")";
+    m.missing.push_back("issue_seconds" + why);
+    m.missing.push_back("latency_seconds" + why);
+    if (e.tensor_flops > 0) m.missing.push_back("instructions_per_mma" + why);
   }
   if (!e.launched || m.ctas <= 0) {
     m.limiter = "not launched";

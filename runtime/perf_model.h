@@ -18,11 +18,13 @@
 //    instruction runs once per warp. The main loop's instructions per MMA is reported.
 //  - memory: the compulsory bytes at the DRAM bandwidth (the roofline's memory time).
 //  - latency: a floor for serial loops. One warp's iteration of a loop takes at least its
-//    instructions (one a clock), plus the latency of a load the same iteration consumes (global:
-//    the DRAM latency for the share of the loaded bytes that is compulsory -- compulsory bytes
-//    over all the bytes the work loops load -- and the L1 latency for the re-reads; shared: the
-//    L1 latency), plus each barrier; a warp runs its iterations one after another, and the waves
-//    one after another.
+//    instructions (one a clock), plus each barrier, plus the latency of a load the same iteration
+//    consumes (Note [Loops in SASS]): a global load staged into shared memory is a first touch
+//    for its CTA, from DRAM for the compulsory share of the bytes the loops load (compulsory
+//    bytes over loaded bytes) and from L2 for the rest (tiles other CTAs load too); a global load
+//    used directly (an epilogue's rank-r operands, re-read by every element) is an L1 hit -- an
+//    ASSUMPTION that such re-read operands are small; a shared-memory load costs the L1 latency.
+//    A warp runs its iterations one after another, and the waves one after another.
 //  - launch: a fixed cost per launch, added (KERNELS.md: a launch costs 3-5 us; the low end, 3 us,
 //    is taken because a stream's back-to-back launches overlap the host's share).
 // estimated = launch + max(tensor + simt, issue, memory, latency). It is at least the roofline
@@ -52,6 +54,7 @@ struct KernelModelInput {
   double simt_contraction_flops = 0;           // the fp32 contractions' FLOPs (FFMA work)
   const KernelResources* resources = nullptr;  // ptxas's report; null when there is none
   const SassStats* sass = nullptr;             // null when the SASS could not be read
+  std::string no_sass_reason = "cuobjdump not found or failed";  // when sass is null
 };
 
 struct KernelModel {

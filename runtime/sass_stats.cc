@@ -108,14 +108,15 @@ std::vector<int> sources(const SassInstruction& ins) {
   return regs;
 }
 
-// True when an instruction after `at` and up to `end` reads a register the load at `at` writes.
-bool exposed(const std::vector<SassInstruction>& ins, int at, int end) {
+// The first instruction after `at` and up to `end` that reads a register the load at `at` writes;
+// -1 when there is none.
+int first_reader(const std::vector<SassInstruction>& ins, int at, int end) {
   std::vector<int> dest = load_destinations(ins[at]);
   for (int j = at + 1; j <= end; ++j)
     for (int r : sources(ins[j]))
       for (int d : dest)
-        if (r == d) return true;
-  return false;
+        if (r == d) return j;
+  return -1;
 }
 
 }  // namespace
@@ -180,14 +181,16 @@ SassStats analyze_sass(const std::string& function_sass) {
       if (base == "LDG") {
         ++l.global_loads;
         l.global_load_bytes += global_load_bytes(i.opcode);
-        if (exposed(all, j, l.end)) l.exposed_global_load = true;
+        int reader = first_reader(all, j, l.end);
+        if (reader >= 0 && base_of(all[reader].opcode) == "STS") l.exposed_staging_load = true;
+        if (reader >= 0 && base_of(all[reader].opcode) != "STS") l.exposed_global_load = true;
       }
       if (base == "LDS" || base == "LDSM") {
         ++l.shared_loads;
-        if (exposed(all, j, l.end)) l.exposed_shared_load = true;
+        if (first_reader(all, j, l.end) >= 0) l.exposed_shared_load = true;
       }
     }
-    if (l.async_copies > 0) l.exposed_global_load = false;
+    if (l.async_copies > 0) l.exposed_global_load = l.exposed_staging_load = false;
     s.loops.push_back(l);
   }
   auto inside = [](const SassLoop& inner, const SassLoop& outer) {

@@ -46,8 +46,10 @@ struct SassLoop {
   int64_t global_load_bytes = 0;  // per thread per iteration: the widths of its LDGs
   int64_t async_copy_bytes = 0;   // and of its LDGSTS
   // An LDG whose value the same iteration reads, in a loop with no LDGSTS (in a cp.async loop the
-  // synchronous loads are the unaligned fallback path, not what an aligned launch runs).
-  bool exposed_global_load = false;
+  // synchronous loads are the unaligned fallback path, not what an aligned launch runs): read
+  // first by an STS (staging a tile in shared memory), or by anything else (direct use).
+  bool exposed_staging_load = false;
+  bool exposed_global_load = false;  // direct use
   bool exposed_shared_load = false;
 };
 

@@ -242,6 +242,7 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
       if (r.name == k.name) in.resources = &r;
     auto it = sass.find(k.name);
     if (it != sass.end()) in.sass = &it->second;
+    if (it == sass.end() && !sass.empty()) in.no_sass_reason = "not in the module's SASS listing";
     report.models.push_back(model_kernel(in, *gpu));
     if (e.launched) report.estimated_seconds += report.models.back().estimated_seconds;
   }

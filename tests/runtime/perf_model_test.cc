@@ -58,7 +58,8 @@ TEST(SassStats, FindsLoopsByTheirBackwardBranches) {
   EXPECT_EQ(copy.instructions, 4);
   EXPECT_EQ(copy.global_loads, 1);
   EXPECT_EQ(copy.global_load_bytes, 16);
-  EXPECT_TRUE(copy.exposed_global_load);  // the STS reads R20..R23
+  EXPECT_TRUE(copy.exposed_staging_load);  // the STS reads R20..R23
+  EXPECT_FALSE(copy.exposed_global_load);
   const SassLoop& main = s.loops[1];
   EXPECT_EQ(main.instructions, 15);
   EXPECT_EQ(main.mma, 2);
@@ -71,6 +72,7 @@ TEST(SassStats, FindsLoopsByTheirBackwardBranches) {
   const SassLoop& epilogue = s.loops[2];
   EXPECT_EQ(epilogue.ffma, 1);
   EXPECT_FALSE(epilogue.exposed_global_load);  // R24 is not read in the loop
+  EXPECT_FALSE(epilogue.exposed_staging_load);
   ASSERT_EQ(s.simt_loops.size(), 1u);
   EXPECT_EQ(s.simt_loops[0], 2);
 }
@@ -83,7 +85,17 @@ TEST(SassStats, AsyncCopyLoopsHideTheirSynchronousFallback) {
   ASSERT_EQ(s.loops.size(), 3u);
   EXPECT_EQ(s.loops[0].async_copies, 1);
   EXPECT_EQ(s.loops[0].async_copy_bytes, 16);
+  EXPECT_FALSE(s.loops[0].exposed_staging_load);
   EXPECT_FALSE(s.loops[0].exposed_global_load);
+}
+
+TEST(SassStats, ALoadAnFfmaReadsIsUsedDirectly) {
+  std::string listing = kListing;
+  listing.replace(listing.find("FFMA R30, R12, R13, R30"), 23, "FFMA R30, R24, R13, R30");
+  SassStats s = analyze_sass(listing);
+  ASSERT_EQ(s.loops.size(), 3u);
+  EXPECT_TRUE(s.loops[2].exposed_global_load);
+  EXPECT_FALSE(s.loops[2].exposed_staging_load);
 }
 
 TEST(SassStats, MmaFlopsPerWarpInstruction) {
