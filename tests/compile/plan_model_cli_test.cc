@@ -110,6 +110,16 @@ TEST(PlanModel, ContractFieldsAgreeForTheSeedGraphs) {
   }
 }
 
+// The Phi-3.5-MoE-shaped expert (hidden 4096, ffn 6400, r 16) plans too, forward and backward.
+TEST(PlanModel, ContractFieldsAgreeForThePhiShapedGraphs) {
+  for (const char* graph : {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward"}) {
+    SCOPED_TRACE(graph);
+    Json j = plan_json(fixture(graph) + " --bind s77=64 --baseline eager");
+    expect_consistent(j);
+    EXPECT_GT(j["ratio"].number, 0);
+  }
+}
+
 TEST(PlanModel, A100CompilesForSm80AndUsesItsSms) {
   Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu a100");
   EXPECT_EQ(j["model"]["arch"].string, "sm_80");
