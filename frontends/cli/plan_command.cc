@@ -105,6 +105,7 @@ std::map<std::string, SassStats> read_sass(const Executable& exe, const std::str
   for (const auto& [name, sass] : text) stats[name] = analyze_sass(sass);
   return stats;
 }
+
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
