@@ -6,12 +6,21 @@ namespace dg {
 
 namespace {
 
-// Public spec-sheet peaks (dense, no sparsity). The brief's figures: H200 989 TFLOP/s bf16 and
-// 4.8 TB/s; A100 (SXM) 312 TFLOP/s bf16 and 2.0 TB/s. The fp32 SIMT rates are the same sheets'.
-const GpuSpec kGpus[] = {
-    {"H200", 989e12, 67e12, 4.8e12},
-    {"A100", 312e12, 19.5e12, 2.0e12},
-};
+// Note [GPU facts] in roofline.h names the source of every figure.
+GpuSpec gpu(const char* name, double tensor, double simt, double bandwidth, int sms, double clock,
+            int64_t smem_per_sm_kb, double mma_sync_fraction) {
+  GpuSpec g{name, tensor, simt, bandwidth};
+  g.sms = sms;
+  g.clock_hz = clock;
+  g.shared_bytes_per_sm = smem_per_sm_kb * 1024;
+  g.shared_bytes_per_block = (smem_per_sm_kb - 1) * 1024;  // 227 KB of 228, 163 of 164
+  g.mma_sync_fraction = mma_sync_fraction;
+  return g;
+}
+
+// The H200's mma.sync fraction, 2/3, is an assumption (Note [GPU facts]).
+const GpuSpec kGpus[] = {gpu("H200", 989e12, 67e12, 4.8e12, 132, 1.83e9, 228, 2.0 / 3.0),
+                         gpu("A100", 312e12, 19.5e12, 2.0e12, 108, 1.41e9, 164, 1.0)};
 
 }  // namespace
 
@@ -52,11 +61,14 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
     KernelEstimate e;
     e.kernel = &k;
     e.launched = true;
+    e.ctas = 1;
     for (int d = 0; d < 3; ++d) {
       double extent = 0;
       if (!eval(k.grid[d], k.name + "'s grid", &extent)) return std::nullopt;
       if (extent <= 0) e.launched = false;
+      e.ctas *= extent;
     }
+    if (!e.launched) e.ctas = 0;
     if (!eval(k.flops, k.name + "'s FLOPs", &e.flops) ||
         !eval(k.tensor_flops, k.name + "'s tensor FLOPs", &e.tensor_flops) ||
         !eval(k.bytes, k.name + "'s bytes", &e.bytes))

@@ -35,7 +35,7 @@ constexpr Command kCommands[] = {
     {"compile", "FILE [--arch A] [--json] ...", "compile (or find in the cache); print the kernels",
      run_compile_command},
     {"plan", "FILE --bind SYM=N [--gpu G] ...",
-     "launches, FLOPs, bytes and a roofline estimate per kernel", run_plan_command},
+     "per kernel: CTAs, waves, roofline bound and achievable ESTIMATE", run_plan_command},
     {"run", "FILE --bind SYM=N ...", "run under host emulation and check against the reference",
      run_run_command},
 #ifdef DG_HAVE_CLI_CACHE

@@ -1,38 +1,32 @@
-// `dyngen plan FILE --bind SYM=N ... [--gpu h200|a100] [--disable-pass P ...] [--json]`: the
-// kernels a graph lowers to, with launches, FLOPs, bytes and a roofline estimate for a named GPU
-// at one binding of its symbols (Note [Roofline estimate]). Nothing is compiled.
+// `dyngen plan FILE --bind SYM=N ... [--gpu h200|a100] [--arch ARCH] [--baseline eager]
+// [--disable-pass P ...] [--cache-dir DIR] [--json]`: the kernels a graph lowers to at one binding
+// of its symbols, with launches, FLOPs, bytes, the roofline bound (Note [Roofline estimate]) and
+// the achievable estimate for a named GPU (Note [Achievable estimate]), which reads the compiled
+// kernels' ptxas report and SASS; optionally beside eager PyTorch (Note [Eager baseline]).
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 
+#include "codegen/eager_baseline.h"
 #include "codegen/emit_cuda.h"
+#include "codegen/kernel_cost.h"
 #include "codegen/roofline.h"
 #include "frontends/cli/commands.h"
 #include "frontends/cli/compile_flags.h"
+#include "frontends/cli/plan_output.h"
 #include "passes/pipeline.h"
-#include "runtime/json_escape.h"
+#include "runtime/cached_binary.h"
+#include "runtime/perf_model.h"
+#include "runtime/sass_tools.h"
 
 namespace dg {
 
 namespace {
 constexpr const char* kUsage =
-    "plan FILE --bind SYM=N [--bind ...] [--gpu h200|a100] [--disable-pass NAME] [--json]";
+    "plan FILE --bind SYM=N [--bind ...] [--gpu h200|a100] [--arch sm_90a|sm_80] "
+    "[--baseline eager] [--disable-pass NAME] [--cache-dir DIR] [--json]";
 
-constexpr const char* kEstimateNote =
-    "ESTIMATE (roofline lower bound, not a measurement): per kernel max(tensor FLOPs / dense "
-    "bf16 tensor peak + other FLOPs / fp32 SIMT peak, compulsory bytes / DRAM bandwidth); launch "
-    "latency, caches and occupancy are not modelled";
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string num(double v) { return fmt("%.0f", v); }
-
-// Checks the bindings against the graph's symbols: every used symbol bound, no unknown name,
-// each value within the symbol's declared range.
+// Checks the bindings against the graph's symbols: every used symbol bound, no unknown name, each
+// value within the symbol's declared range.
 bool check_bindings(const Graph& g, const std::map<std::string, int64_t>& bindings,
                     const std::string& file, std::ostream& err) {
   std::string names;
@@ -65,118 +59,92 @@ bool check_bindings(const Graph& g, const std::map<std::string, int64_t>& bindin
   return true;
 }
 
-void print_text(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f,
-                const std::string& per_symbol, int64_t per_value, std::ostream& out) {
-  out << "graph: " << f.file << "\nbinding:";
-  for (const auto& [k, v] : f.bindings) out << " " << k << "=" << v;
-  out << "\ngpu:   " << gpu.name << " (" << num(gpu.tensor_flops / 1e12)
-      << " TFLOP/s dense bf16 tensor, " << fmt("%.1f", gpu.simt_flops / 1e12)
-      << " TFLOP/s fp32 SIMT, " << fmt("%.1f", gpu.bytes_per_second / 1e12) << " TB/s)\n";
-  if (!f.disabled_passes.empty()) {
-    out << "disabled passes:";
-    for (const std::string& d : f.disabled_passes) out << " " << d;
-    out << "\n";
+// The arch the named GPU runs best: sm_90a on an H200, sm_80 on an A100.
+std::string default_arch(const GpuSpec& gpu) { return gpu.name == "A100" ? "sm_80" : "sm_90a"; }
+
+// The FLOPs of a kernel's fp32 contractions (the FFMA work of Note [Achievable estimate]).
+std::optional<double> simt_contraction_flops(const Graph& g, const KernelLaunch& k,
+                                             const std::map<std::string, int64_t>& bindings) {
+  double total = 0;
+  for (int n : k.nodes) {
+    const Node& node = g.nodes.at(n);
+    if (op_info(node.op).category != OpCategory::kMatmul) continue;
+    NodeFlops f = node_flops(g, node);
+    std::optional<int64_t> v = (f.flops - f.tensor_flops).evaluate(bindings);
+    if (!v) return std::nullopt;
+    total += static_cast<double>(*v);
   }
-  out << kEstimateNote << ".\n\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-28s %12s %12s %8s %10s %6s  %s\n", "kernel", "MFLOP", "KB",
-                "FLOP/B", "est. us", "bound", "summary");
-  out << line;
-  for (const KernelEstimate& e : p.kernels) {
-    if (!e.launched) {
-      std::snprintf(line, sizeof line, "%-28s %12s %12s %8s %10s %6s  %s\n", e.kernel->name.c_str(),
-                    "-", "-", "-", "-", "skip", e.kernel->summary.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "%-28s %12.3f %12.1f %8.2f %10.3f %6s  %s\n",
-                    e.kernel->name.c_str(), e.flops / 1e6, e.bytes / 1e3, e.intensity(),
-                    e.seconds() * 1e6, e.memory_bound() ? "memory" : "compute",
-                    e.kernel->summary.c_str());
-    }
-    out << line;
-  }
-  out << "\ntotal: " << p.launches << " launches, " << fmt("%.3f", p.flops / 1e9) << " GFLOP ("
-      << fmt("%.3f", p.tensor_flops / 1e9) << " on tensor cores), " << fmt("%.3f", p.bytes / 1e6)
-      << " MB, " << fmt("%.2f", p.intensity()) << " FLOP/B, estimated "
-      << fmt("%.2f", p.seconds * 1e6) << " us on " << gpu.name << " (roofline estimate)\n";
-  out << "workspace: " << num(p.workspace_bytes) << " bytes";
-  if (per_value > 0)
-    out << " (" << fmt("%.1f", p.workspace_bytes / static_cast<double>(per_value))
-        << " per token of " << per_symbol << ")";
-  out << "\n";
+  return total;
 }
 
-void print_json(const PlanEstimate& p, const GpuSpec& gpu, const CompileFlags& f,
-                const std::string& per_symbol, int64_t per_value, std::ostream& out) {
-  std::string j = "{\"file\": " + json_escape(f.file) +
-                  ", \"estimate\": " + json_escape(kEstimateNote) +
-                  ", \"gpu\": {\"name\": " + json_escape(gpu.name) +
-                  ", \"tensor_flops_per_s\": " + num(gpu.tensor_flops) +
-                  ", \"simt_flops_per_s\": " + num(gpu.simt_flops) +
-                  ", \"bytes_per_s\": " + num(gpu.bytes_per_second) + "}, \"bindings\": {";
-  bool first = true;
-  for (const auto& [k, v] : f.bindings) {
-    j += (first ? "" : ", ") + json_escape(k) + ": " + std::to_string(v);
-    first = false;
+// Each kernel's SASS statistics, by name, from the compiled module in the cache; on failure an
+// empty map and the reason in report->missing.
+std::map<std::string, SassStats> read_sass(const Executable& exe, const std::string& arch,
+                                           const std::string& cache_dir, PlanReport* report) {
+  std::string why;
+  report->cuobjdump = find_cuobjdump(&why);
+  if (report->cuobjdump.empty()) {
+    report->missing.push_back(why +
+                              ": issue_seconds, latency_seconds and instructions_per_mma "
+                              "are left out (set DYNGEN_CUOBJDUMP, or install the PyPI package "
+                              "nvidia-cuda-cuobjdump into .venv)");
+    return {};
   }
-  j += "}, \"disabled_passes\": [";
-  first = true;
-  for (const std::string& d : f.disabled_passes) {
-    j += (first ? "" : ", ") + json_escape(d);
-    first = false;
+  auto cached = cached_device_binary(exe.plan().source, arch, cache_dir);
+  std::string error;
+  std::map<std::string, std::string> text;
+  if (cached.ok()) text = sass_by_function(report->cuobjdump, cached->binary, &error);
+  if (!cached.ok()) error = cached.message();
+  if (text.empty()) {
+    report->missing.push_back("the SASS could not be read (" + error +
+                              "): issue_seconds, latency_seconds and instructions_per_mma are "
+                              "left out");
+    return {};
   }
-  j += "], \"kernels\": [";
-  for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const KernelEstimate& e = p.kernels[k];
-    j += std::string(k ? ", " : "") + "{\"name\": " + json_escape(e.kernel->name) +
-         ", \"summary\": " + json_escape(e.kernel->summary) +
-         ", \"launched\": " + (e.launched ? "true" : "false") + ", \"nodes\": [";
-    for (size_t n = 0; n < e.kernel->nodes.size(); ++n)
-      j += (n ? ", " : "") + std::to_string(e.kernel->nodes[n]);
-    j += "], \"flops\": " + num(e.flops) + ", \"tensor_flops\": " + num(e.tensor_flops) +
-         ", \"bytes\": " + num(e.bytes) + ", \"intensity\": " + fmt("%.6g", e.intensity()) +
-         ", \"estimated_seconds\": " + fmt("%.6g", e.seconds()) +
-         ", \"bound\": " + json_escape(e.memory_bound() ? "memory" : "compute") + "}";
-  }
-  j += "], \"total\": {\"launches\": " + std::to_string(p.launches) +
-       ", \"flops\": " + num(p.flops) + ", \"tensor_flops\": " + num(p.tensor_flops) +
-       ", \"bytes\": " + num(p.bytes) + ", \"intensity\": " + fmt("%.6g", p.intensity()) +
-       ", \"estimated_seconds\": " + fmt("%.6g", p.seconds) +
-       "}, \"workspace_bytes\": " + num(p.workspace_bytes);
-  if (per_value > 0)
-    j += ", \"workspace_bytes_per_token\": " +
-         fmt("%.6g", p.workspace_bytes / static_cast<double>(per_value)) +
-         ", \"per_token_symbol\": " + json_escape(per_symbol);
-  out << j << "}\n";
+  std::map<std::string, SassStats> stats;
+  for (const auto& [name, sass] : text) stats[name] = analyze_sass(sass);
+  return stats;
 }
 
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  // --gpu is ours; the rest are the flags compile and run share.
-  std::string gpu_name = "h200";
+  // --gpu and --baseline are ours; the rest are the flags compile and run share.
+  std::string gpu_name = "h200", baseline;
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] != "--gpu") {
+    if (args[i] != "--gpu" && args[i] != "--baseline") {
       rest.push_back(args[i]);
       continue;
     }
     if (i + 1 >= args.size()) {
-      err << "dyngen: --gpu needs a value; usage: dyngen " << kUsage << "\n";
+      err << "dyngen: " << args[i] << " needs a value; usage: dyngen " << kUsage << "\n";
       return kExitInvalidInput;
     }
-    gpu_name = args[++i];
+    (args[i] == "--gpu" ? gpu_name : baseline) = args[i + 1];
+    ++i;
   }
   CompileFlags flags;
   if (!parse_compile_flags(rest, kUsage, /*allow_bind=*/true, &flags, err))
     return kExitInvalidInput;
   if (flags.help) {
     out << "usage: dyngen " << kUsage << "\n"
-        << "Lowers a graph (passes and codegen, no compile) and prints per kernel and in total:\n"
-           "launches, FLOPs, bytes, arithmetic intensity and a roofline time estimate for the\n"
-           "named GPU (default h200; known: "
+        << "Lowers and compiles a graph (NVRTC; no GPU needed) and prints per "
+           "kernel and in total:\n"
+           "launches, FLOPs, bytes, CTAs, CTAs per SM, waves, main-loop "
+           "instructions per MMA, the\n"
+           "roofline bound and the achievable time ESTIMATE for the named GPU "
+           "(default h200;\n"
+           "known: "
         << known_gpus()
-        << "), and the workspace size.\n"
-           "--disable-pass NAME skips a pass, e.g. a fusion pass, for the unfused figures.\n";
+        << "), from the kernels' ptxas report and SASS (cuobjdump), and the "
+           "workspace size.\n"
+           "--arch: the arch to compile for (default: sm_90a for h200, sm_80 "
+           "for a100).\n"
+           "--baseline eager: also estimate eager PyTorch on the unfused "
+           "graph, and the ratio.\n"
+           "--disable-pass NAME skips a pass, e.g. a fusion pass, for the "
+           "unfused figures.\n";
     return kExitOk;
   }
   std::optional<GpuSpec> gpu = find_gpu(gpu_name);
@@ -185,10 +153,19 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
         << "); usage: dyngen " << kUsage << "\n";
     return kExitInvalidInput;
   }
-  if (!flags.arch.empty() || !flags.cache_dir.empty() || !flags.emit_dir.empty()) {
-    err << "dyngen: plan compiles nothing: --arch, --cache-dir and --emit do not apply; usage: "
-           "dyngen "
+  if (!baseline.empty() && baseline != "eager") {
+    err << "dyngen: unknown --baseline '" << baseline << "' (known: eager); usage: dyngen "
         << kUsage << "\n";
+    return kExitInvalidInput;
+  }
+  if (!flags.emit_dir.empty()) {
+    err << "dyngen: plan writes no files: --emit does not apply; usage: dyngen " << kUsage << "\n";
+    return kExitInvalidInput;
+  }
+  std::string arch = flags.arch.empty() ? default_arch(*gpu) : flags.arch;
+  if (arch.rfind("sm_", 0) != 0) {
+    err << "dyngen: plan --arch " << arch << ": the model reads device code; give an sm_ arch "
+        << "such as sm_90a or sm_80\n";
     return kExitInvalidInput;
   }
   auto graph = load_or_report(flags.file, err);
@@ -205,10 +182,11 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
   }
 
   KernelPlan plan;
+  Graph optimized;
   try {
     PipelineOptions popts;
     popts.disabled = flags.disabled_passes;
-    Graph optimized = run_pipeline(*graph, popts);
+    optimized = run_pipeline(*graph, popts);
     plan = emit_cuda(optimized);
   } catch (const UnsupportedError& e) {
     err << "dyngen: " << flags.file << ": " << e.what() << "\n";
@@ -220,18 +198,72 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "dyngen: " << flags.file << ": " << error << "\n";
     return kExitInvalidInput;
   }
-  // Workspace per token: per unit of the graph's first symbol (the token count in the graphs
-  // dyngen gets from Dynamo), when there is one and it is bound to a positive value.
-  std::string per_symbol;
-  int64_t per_value = 0;
+  // The compiled module (from the cache when it is there): ptxas's report and the SASS.
+  CompileRequest request = flags.request();
+  request.target = arch;
+  int exit_code = 0;
+  std::optional<CompileOutcome> compiled =
+      compile_or_report(*graph, request, flags.file, err, &exit_code);
+  if (!compiled) return exit_code;
+  const KernelPlan& built = compiled->executable->plan();
+
+  PlanReport report;
+  report.flags = &flags;
+  report.gpu = *gpu;
+  report.arch = arch;
+  if (compiled->resources.empty())
+    report.missing.push_back(
+        "ptxas report: the cached binary has none; registers and static "
+        "shared memory are not counted in ctas_per_sm");
+  std::map<std::string, SassStats> sass =
+      read_sass(*compiled->executable, arch, request.cache_dir, &report);
+  report.sass = !sass.empty();
+  report.roofline = std::move(*est);
+  for (const KernelEstimate& e : report.roofline.kernels) {
+    const KernelLaunch& k = *e.kernel;
+    const KernelLaunch* twin = nullptr;
+    for (const KernelLaunch& b : built.kernels)
+      if (b.name == k.name) twin = &b;
+    if (!twin || twin->block != k.block || twin->shared_bytes != k.shared_bytes) {
+      err << "dyngen: internal error: kernel " << k.name
+          << " of the plan differs from the compiled module's\n";
+      return kExitInternalError;
+    }
+    KernelModelInput in;
+    in.roofline = &e;
+    in.threads_per_block = k.block[0] * k.block[1] * k.block[2];
+    in.dynamic_shared_bytes = k.shared_bytes;
+    std::optional<double> simt = simt_contraction_flops(optimized, k, flags.bindings);
+    if (!simt) {
+      err << "dyngen: " << flags.file << ": cannot evaluate " << k.name << "'s FLOPs\n";
+      return kExitInvalidInput;
+    }
+    in.simt_contraction_flops = e.launched ? *simt : 0;
+    for (const KernelResources& r : compiled->resources)
+      if (r.name == k.name) in.resources = &r;
+    auto it = sass.find(k.name);
+    if (it != sass.end()) in.sass = &it->second;
+    if (it == sass.end() && !sass.empty()) in.no_sass_reason = "not in the module's SASS listing";
+    report.models.push_back(model_kernel(in, *gpu));
+    if (e.launched) report.estimated_seconds += report.models.back().estimated_seconds;
+  }
+  if (baseline == "eager") {
+    report.eager = estimate_eager(*graph, flags.bindings, *gpu, kLaunchSeconds, &error);
+    if (!report.eager) {
+      err << "dyngen: " << flags.file << ": " << error << "\n";
+      return kExitInvalidInput;
+    }
+  }
+  // Workspace per token: per unit of the graph's first symbol (the token count in the graphs dyngen
+  // gets from Dynamo), when there is one and it is bound to a positive value.
   if (!graph->symbols.empty()) {
-    per_symbol = graph->symbols[0].symbol_name();
-    per_value = flags.bindings.at(per_symbol);
+    report.per_symbol = graph->symbols[0].symbol_name();
+    report.per_value = flags.bindings.at(report.per_symbol);
   }
   if (flags.json)
-    print_json(*est, *gpu, flags, per_symbol, per_value, out);
+    print_plan_json(report, out);
   else
-    print_text(*est, *gpu, flags, per_symbol, per_value, out);
+    print_plan_text(report, out);
   return kExitOk;
 }
 

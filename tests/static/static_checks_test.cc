@@ -12,15 +12,15 @@
 #include <iostream>
 
 #include "ir/graph_io.h"
+#include "runtime/cached_binary.h"
 #include "runtime/compiler.h"
-#include "runtime/disk_cache.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
+#include "runtime/sass_tools.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/emu/basic_kernels.h"
 #include "tests/emu/tensor_core_kernels.h"
-#include "tests/static/sass_tools.h"
 
 namespace dg {
 namespace {
@@ -34,7 +34,7 @@ std::string cache_dir() {
 
 std::string cuobjdump_or_fail() {
   std::string why;
-  std::string tool = testing::find_cuobjdump(&why);
+  std::string tool = find_cuobjdump(&why);
   if (tool.empty())
     ADD_FAILURE() << why
                   << "\nThe SASS checks need cuobjdump and nvdisasm: scripts/setup.sh installs the "
@@ -93,26 +93,18 @@ TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
       EXPECT_GT(r->registers, 0) << k.name;
     }
     if (tool.empty()) continue;
-    DiskCacheOptions copts;
-    copts.dir = cache_dir();
-    DiskCache cache(copts);
-    // Note [Kernel cache key]: entries are looked up by the stored key text (no GPU here, so
-    // the binary is for `arch` itself).
-    auto parts = kernel_key_parts(o.executable->plan().source, arch);
-    ASSERT_TRUE(parts.ok()) << parts.message();
-    std::optional<std::string> payload = cache.get(kernel_cache_key(parts.value()));
-    ASSERT_TRUE(payload) << "the compiled binary is not in the cache folder " << cache_dir();
-    std::string cubin, error;
-    std::vector<KernelResources> cached_report;
-    ASSERT_TRUE(unpack_device_payload(*payload, &cubin, &cached_report));
-    EXPECT_EQ(cached_report.size(), o.resources.size());
-    auto sass = testing::sass_by_function(tool, cubin, &error);
+    auto cached = cached_device_binary(o.executable->plan().source, arch, cache_dir());
+    ASSERT_TRUE(cached.ok()) << cached.message();
+    const std::string& cubin = cached->binary;
+    std::string error;
+    EXPECT_EQ(cached->report.size(), o.resources.size());
+    auto sass = sass_by_function(tool, cubin, &error);
     ASSERT_FALSE(sass.empty()) << error;
     for (const KernelLaunch& k : plan.kernels) {
       ASSERT_TRUE(sass.count(k.name)) << k.name << " is not in the SASS listing";
       if (k.tensor_flops == SymExpr(0)) continue;  // not a bf16 GEMM
       bool expect_hmma = !bf16_gemm_on_scalar_tile_by_design(GetParam().name);
-      EXPECT_EQ(testing::uses_tensor_cores(sass[k.name]), expect_hmma)
+      EXPECT_EQ(uses_tensor_cores(sass[k.name]), expect_hmma)
           << k.name << ": " << k.summary;
     }
   }
@@ -147,15 +139,15 @@ TEST(SassChecker, SeesTensorCoresInMmaKernelsAndNotInScalarOnes) {
   for (const char* arch : kArchs) {
     SCOPED_TRACE(arch);
     std::string error;
-    auto mma = testing::sass_by_function(
+    auto mma = sass_by_function(
         tool, compile_test_source(emu::testing::kTensorCoreKernels, arch).binary, &error);
     ASSERT_FALSE(mma.empty()) << error;
     ASSERT_TRUE(mma.count("gemm_nk")) << "the mma test kernel gemm_nk is missing";
-    EXPECT_TRUE(testing::uses_tensor_cores(mma["gemm_nk"]));
-    auto scalar = testing::sass_by_function(
+    EXPECT_TRUE(uses_tensor_cores(mma["gemm_nk"]));
+    auto scalar = sass_by_function(
         tool, compile_test_source(emu::testing::kBasicKernels, arch).binary, &error);
     ASSERT_FALSE(scalar.empty()) << error;
-    for (const auto& [name, text] : scalar) EXPECT_FALSE(testing::uses_tensor_cores(text)) << name;
+    for (const auto& [name, text] : scalar) EXPECT_FALSE(uses_tensor_cores(text)) << name;
   }
 }
 

@@ -1,12 +1,13 @@
 // Reading the SASS of a cubin with cuobjdump (from the PyPI packages nvidia-cuda-cuobjdump and
-// nvidia-cuda-nvdisasm, which scripts/setup.sh installs into .venv), for the static checks.
+// nvidia-cuda-nvdisasm, which scripts/setup.sh installs into .venv): the static checks
+// (tests/static) and `dyngen plan`'s performance model (runtime/perf_model.h) use it.
 #pragma once
 #include <map>
 #include <string>
 
-namespace dg::testing {
+namespace dg {
 
-// The cuobjdump to use: $DYNGEN_CUOBJDUMP, else the one in the repository's .venv, else
+// The cuobjdump to use: $DYNGEN_CUOBJDUMP, else the one in the source tree's .venv, else
 // /usr/local/cuda/bin/cuobjdump, else one on PATH. Empty, with the places tried in *why, when
 // there is none.
 std::string find_cuobjdump(std::string* why);
@@ -20,4 +21,4 @@ std::map<std::string, std::string> sass_by_function(const std::string& cuobjdump
 // True when the SASS holds a warp-level tensor-core MMA (HMMA).
 bool uses_tensor_cores(const std::string& sass);
 
-}  // namespace dg::testing
+}  // namespace dg

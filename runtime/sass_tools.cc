@@ -1,4 +1,4 @@
-#include "tests/static/sass_tools.h"
+#include "runtime/sass_tools.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <memory>
 #include <sstream>
 
-namespace dg::testing {
+namespace dg {
 
 namespace fs = std::filesystem;
 
@@ -112,4 +112,4 @@ bool uses_tensor_cores(const std::string& sass) {
   return false;
 }
 
-}  // namespace dg::testing
+}  // namespace dg

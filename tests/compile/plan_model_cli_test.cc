@@ -1,0 +1,198 @@
+// `dyngen plan`'s performance model through the CLI: the JSON contract of issue 14 parses and its
+// fields agree with each other (waves from CTAs and occupancy, estimate >= roofline, totals and
+// ratio), a launch with fewer CTAs than SMs is charged for the idle SMs, the eager baseline counts
+// the unfused graph's ATen calls, a missing SASS is reported rather than guessed, and bad
+// --baseline / --gpu / --arch values exit 2. No wall-clock time is asserted.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "cli_process.h"
+#include "json_value.h"
+
+namespace {
+
+using dg::testing::CliResult;
+using dg::testing::Json;
+using dg::testing::parse_json;
+using dg::testing::run_cli;
+
+std::string fixture(const std::string& name) {
+  return std::string(DG_FIXTURES_DIR) + "/" + name + ".dgir";
+}
+
+// One cache folder for this process's compiles.
+std::string cache_dir() {
+  static const std::string dir =
+      (std::filesystem::temp_directory_path() / ("dyngen-plan-model-" + std::to_string(getpid())))
+          .string();
+  return dir;
+}
+
+// `cuobjdump`: a value for DYNGEN_CUOBJDUMP in the child's environment, "" to leave it.
+CliResult plan(const std::string& args, const std::string& cuobjdump = "") {
+  if (!cuobjdump.empty()) setenv("DYNGEN_CUOBJDUMP", cuobjdump.c_str(), 1);
+  CliResult r = run_cli("plan " + args + " --cache-dir " + cache_dir());
+  if (!cuobjdump.empty()) unsetenv("DYNGEN_CUOBJDUMP");
+  return r;
+}
+
+Json plan_json(const std::string& args, const std::string& cuobjdump = "") {
+  CliResult r = plan(args + " --json", cuobjdump);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  size_t brace = r.out.find('{');
+  if (brace == std::string::npos) throw std::runtime_error("no JSON in: " + r.out);
+  return parse_json(r.out.substr(brace));
+}
+
+bool has(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+void expect_consistent(const Json& j) {
+  double sms = j["gpu"]["sms"].number;
+  ASSERT_GT(sms, 0);
+  double sum = 0;
+  bool sass = j["model"]["sass"].boolean;
+  for (const Json& k : j["kernels"].array) {
+    SCOPED_TRACE(k["name"].string);
+    for (const char* f : {"name", "flops", "ctas", "waves", "ctas_per_sm", "instructions_per_mma",
+                          "estimated_seconds", "roofline_seconds", "bounds", "limiter"})
+      EXPECT_TRUE(k.has(f)) << f;
+    if (!k["launched"].boolean) continue;
+    double ctas = k["ctas"].number, per_sm = k["ctas_per_sm"].number;
+    ASSERT_GT(per_sm, 0);
+    EXPECT_EQ(k["waves"].number, std::ceil(ctas / (sms * per_sm)));
+    double est = k["estimated_seconds"].number, roof = k["roofline_seconds"].number;
+    EXPECT_GE(est, roof);
+    const Json& b = k["bounds"];
+    // estimated = launch + the largest bound (printed to 6 digits).
+    double top = std::max(
+        {b["tensor_seconds"].number + b["simt_seconds"].number, b["memory_seconds"].number, roof});
+    if (sass) top = std::max({top, b["issue_seconds"].number, b["latency_seconds"].number});
+    EXPECT_NEAR(est, b["launch_seconds"].number + top, 1e-5 * est);
+    // A compute-bound launch with fewer CTAs than SMs runs on ctas SMs only.
+    if (ctas < sms && k["bound"].string == "compute") {
+      EXPECT_GE((b["tensor_seconds"].number + b["simt_seconds"].number) * (1 + 1e-5),
+                roof * sms / ctas);
+    }
+    EXPECT_EQ(k["underfills_gpu"].boolean, k["flops"].number > 50e6 && ctas < sms);
+    if (sass) {
+      // Tensor-core kernels have a main MMA loop, with at least one instruction per MMA.
+      EXPECT_EQ(k["instructions_per_mma"].is_null(), k["tensor_flops"].number == 0);
+      if (!k["instructions_per_mma"].is_null()) {
+        EXPECT_GE(k["instructions_per_mma"].number, 1);
+      }
+    }
+    sum += est;
+  }
+  EXPECT_NEAR(j["total"]["estimated_seconds"].number, sum, 1e-5 * sum);
+  EXPECT_GE(j["total"]["estimated_seconds"].number, j["total"]["roofline_seconds"].number);
+}
+
+TEST(PlanModel, ContractFieldsAgreeForTheSeedGraphs) {
+  for (const char* graph : {"seed_expert_mlp", "seed_expert_mlp_backward"}) {
+    for (const char* s : {"512", "4096"}) {
+      SCOPED_TRACE(std::string(graph) + " s77=" + s);
+      Json j = plan_json(fixture(graph) + " --bind s77=" + s + " --gpu h200 --baseline eager");
+      EXPECT_EQ(j["model"]["arch"].string, "sm_90a");
+      EXPECT_TRUE(j["model"]["missing"].array.empty()) << "cuobjdump is expected in .venv";
+      expect_consistent(j);
+      double total = j["total"]["estimated_seconds"].number;
+      double eager = j["baseline"]["estimated_seconds"].number;
+      EXPECT_GT(eager, 0);
+      EXPECT_NEAR(j["ratio"].number, total / eager, 1e-5 * j["ratio"].number);
+    }
+  }
+}
+
+// The Phi-3.5-MoE-shaped expert (hidden 4096, ffn 6400, r 16) plans too, forward and backward.
+TEST(PlanModel, ContractFieldsAgreeForThePhiShapedGraphs) {
+  for (const char* graph : {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward"}) {
+    SCOPED_TRACE(graph);
+    Json j = plan_json(fixture(graph) + " --bind s77=64 --baseline eager");
+    expect_consistent(j);
+    EXPECT_GT(j["ratio"].number, 0);
+  }
+}
+
+TEST(PlanModel, A100CompilesForSm80AndUsesItsSms) {
+  Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu a100");
+  EXPECT_EQ(j["model"]["arch"].string, "sm_80");
+  EXPECT_EQ(j["gpu"]["sms"].number, 108);
+  EXPECT_FALSE(j.has("baseline"));
+  EXPECT_FALSE(j.has("ratio"));
+  expect_consistent(j);
+  Json k = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu h200 --arch sm_80");
+  EXPECT_EQ(k["model"]["arch"].string, "sm_80");
+  expect_consistent(k);
+}
+
+// The unfused graphs as eager runs them: the forward fixture has 26 nodes, 3 of them scalar
+// constants (23 calls, all kernels); the backward has 44 nodes, 1 scalar constant and 6 permutes
+// (43 calls, 37 kernels).
+TEST(PlanModel, EagerBaselineCountsTheUnfusedGraphsCalls) {
+  Json f = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --baseline eager");
+  EXPECT_EQ(f["baseline"]["calls"].number, 23);
+  EXPECT_EQ(f["baseline"]["kernels"].number, 23);
+  Json b = plan_json(fixture("seed_expert_mlp_backward") + " --bind s77=512 --baseline eager");
+  EXPECT_EQ(b["baseline"]["calls"].number, 43);
+  EXPECT_EQ(b["baseline"]["kernels"].number, 37);
+  for (const Json* j : {&f, &b}) {
+    const Json& e = (*j)["baseline"];
+    // The host's dispatches are a floor; the device's work another.
+    EXPECT_GE(e["estimated_seconds"].number, e["host_seconds"].number);
+    EXPECT_GE(e["estimated_seconds"].number, e["device_seconds"].number * (1 - 1e-5));
+    EXPECT_NEAR(e["host_seconds"].number, e["calls"].number * e["dispatch_seconds_per_call"].number,
+                1e-9);
+  }
+  // More tokens never make eager faster.
+  Json big = plan_json(fixture("seed_expert_mlp") + " --bind s77=4096 --baseline eager");
+  EXPECT_GT(big["baseline"]["device_seconds"].number, f["baseline"]["device_seconds"].number);
+}
+
+// A cuobjdump that fails: plan still reports, names what it could not fill, and leaves those fields
+// null instead of guessing them.
+TEST(PlanModel, WithoutSassTheFieldsItNeedsAreNamedAndNull) {
+  Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512", "/bin/false");
+  EXPECT_FALSE(j["model"]["sass"].boolean);
+  ASSERT_FALSE(j["model"]["missing"].array.empty());
+  EXPECT_TRUE(has(j["model"]["missing"].array[0].string, "issue_seconds"));
+  for (const Json& k : j["kernels"].array) {
+    EXPECT_TRUE(k["instructions_per_mma"].is_null());
+    EXPECT_TRUE(k["bounds"]["issue_seconds"].is_null());
+    EXPECT_TRUE(k["bounds"]["latency_seconds"].is_null());
+    EXPECT_FALSE(k["missing"].array.empty());
+  }
+  expect_consistent(j);
+  CliResult text = plan(fixture("seed_expert_mlp") + " --bind s77=512", "/bin/false");
+  EXPECT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_TRUE(has(text.out, "not filled: ")) << text.out;
+}
+
+TEST(PlanModel, TextTableHasTheModelsColumns) {
+  CliResult r = plan(fixture("seed_expert_mlp") + " --bind s77=512 --baseline eager");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* col : {"CTAs", "CTA/SM", "waves", "inst/MMA", "roof. us", "est. us", "limiter"})
+    EXPECT_TRUE(has(r.out, col)) << col << "\n" << r.out;
+  EXPECT_TRUE(has(r.out, "ESTIMATE (a model, not a measurement)")) << r.out;
+  EXPECT_TRUE(has(r.out, "baseline: eager PyTorch estimated")) << r.out;
+  EXPECT_TRUE(has(r.out, "ratio dyngen / eager = ")) << r.out;
+  EXPECT_TRUE(has(r.out, "with fewer CTAs than 132 SMs: ")) << r.out;
+}
+
+TEST(PlanModel, BadModelFlagsExitTwo) {
+  const std::string g = fixture("seed_expert_mlp") + " --bind s77=512";
+  for (const std::string& args : {g + " --baseline cuda", g + " --baseline", g + " --gpu h100",
+                                  g + " --arch host", g + " --emit /tmp/x"}) {
+    CliResult r = plan(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "dyngen: ")) << args << "\n" << r.out;
+  }
+}
+
+}  // namespace
