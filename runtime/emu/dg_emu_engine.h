@@ -249,7 +249,9 @@ inline void warp_collective(uint32_t mask, WarpOp op, const CallSite* site = nul
     }
   }
   if (op != nullptr) op(w.lane, mask);
-  if (op == nullptr) ++b.warp_epochs[wi];  // __syncwarp orders its lanes for the race detector
+  // A __syncwarp, or a collective of the whole warp, orders the lanes' shared-memory accesses
+  // before it and after it (Note [Race detector]).
+  if (op == nullptr || mask == w.existing) ++b.warp_epochs[wi];
   w.arrived &= ~mask;
   for (uint32_t m = mask & ~me; m; m &= m - 1) push_ready(b, b.threads[wi * 32 + __builtin_ctz(m)]);
   if (b.opts->sched == SchedMode::kRandom) yield_now();

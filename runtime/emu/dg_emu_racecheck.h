@@ -13,8 +13,10 @@ namespace dg::emu {
 // memory (dynamic and static) has a shadow holding its last write and up to two readers of the
 // latest barrier interval, each as (thread, interval, the warp's __syncwarp count). Two accesses
 // conflict when they are by different threads in the same interval (no __syncthreads between)
-// and at least one writes; within one warp they conflict only if no __syncwarp of that warp came
-// between. A cp.async writes its destination at an unknown time between its issue and the
+// and at least one writes; within one warp they conflict only if no __syncwarp (nor other
+// collective of the whole warp: shuffle, vote, ldmatrix, mma, which a warp executes converged)
+// came between. A cp.async's write becomes visible at the wait only to the thread that issued it,
+// so another lane still needs a __syncwarp or __syncthreads. A cp.async writes its destination at an unknown time between its issue and the
 // cp.async.wait_group that retires it, so the detector checks it as a write at issue, marks the
 // bytes "in flight" until the retiring wait (any access to them meanwhile, by any thread, is a
 // race), and records it as a write of the issuing thread at that wait: another thread's read in
