@@ -85,30 +85,12 @@ const Mode kModes[] = {
     {"racecheck", "fifo", "wait", 0, true},
 };
 
-// Sets the DYNGEN_EMU_* variables for a mode and restores the previous values when destroyed.
-class ScopedMode {
- public:
-  explicit ScopedMode(const Mode& m) {
-    set("DYNGEN_EMU_SCHED", m.sched);
-    set("DYNGEN_EMU_ASYNC", m.async);
-    set("DYNGEN_EMU_SEED", std::to_string(m.seed));
-    set("DYNGEN_EMU_RACECHECK", m.racecheck ? "1" : "0");
-  }
-  ~ScopedMode() {
-    for (const auto& [name, value] : saved_) {
-      if (value.second) setenv(name.c_str(), value.first.c_str(), 1);
-      else unsetenv(name.c_str());
-    }
-  }
-
- private:
-  void set(const std::string& name, const std::string& value) {
-    const char* old = std::getenv(name.c_str());
-    saved_.push_back({name, {old ? old : "", old != nullptr}});
-    setenv(name.c_str(), value.c_str(), 1);
-  }
-  std::vector<std::pair<std::string, std::pair<std::string, bool>>> saved_;
-};
+ScopedEnv mode_env(const Mode& m) {
+  return ScopedEnv({{"DYNGEN_EMU_SCHED", m.sched},
+                    {"DYNGEN_EMU_ASYNC", m.async},
+                    {"DYNGEN_EMU_SEED", std::to_string(m.seed)},
+                    {"DYNGEN_EMU_RACECHECK", m.racecheck ? "1" : "0"}});
+}
 
 struct Outcome {
   std::string error;  // the launch's error, "" if it ran
@@ -132,7 +114,7 @@ Outcome run_gemm(const EmuModule& module, const Mode& mode) {
   const DgEmuLaunch cfg{(kM + 31) / 32, (kN + 31) / 32, 1, 64, 1, 1, 0};
   Outcome out;
   {
-    ScopedMode scoped(mode);
+    const ScopedEnv scoped = mode_env(mode);
     out.error = launch(module, "mutant_gemm", cfg, pa, pb, pc, m, n, k);
   }
   if (!out.error.empty()) return out;
