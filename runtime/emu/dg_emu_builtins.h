@@ -103,7 +103,8 @@ inline int __syncthreads_and(int pred) {
 inline int __syncthreads_or(int pred) { return dg::emu::sync_block(pred != 0) != 0; }
 // The warp collectives take their call site as defaulted arguments (Note [Warp collectives]).
 #define DG_EMU_SITE const char *dg_file = __builtin_FILE(), unsigned dg_line = __builtin_LINE()
-#define DG_EMU_AT ::dg::emu::CallSite{dg_file, dg_line}
+#define DG_EMU_AT \
+  ::dg::emu::CallSite { dg_file, dg_line }
 inline void __syncwarp(unsigned mask = 0xffffffffu, DG_EMU_SITE) {
   const ::dg::emu::CallSite site = DG_EMU_AT;
   dg::emu::warp_collective(mask, nullptr, &site);
@@ -124,8 +125,7 @@ inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32, DG
 }
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32, DG_EMU_SITE) {
-  return dg::emu::shuffle<dg::emu::kShflDown>(mask, var, static_cast<int>(delta), width,
-                                              DG_EMU_AT);
+  return dg::emu::shuffle<dg::emu::kShflDown>(mask, var, static_cast<int>(delta), width, DG_EMU_AT);
 }
 inline unsigned __ballot_sync(unsigned mask, int pred, DG_EMU_SITE) {
   return dg::emu::ballot(mask, pred, DG_EMU_AT);

@@ -121,9 +121,9 @@ struct Block {
   uint64_t rng = 0;                     // the block's random stream (Note [Adversarial emulation])
   uint64_t step = 0;                    // scheduler steps so far
   std::vector<std::vector<AsyncLanding>> landings;  // a timer wheel indexed by step
-  unsigned char* static_smem = nullptr;  // this worker's static __shared__ variables
-  size_t static_smem_bytes = 0;          // (Note [Poisoned shared memory])
-  std::vector<RaceByte> race;  // DYNGEN_EMU_RACECHECK: dynamic bytes, then static ones
+  unsigned char* static_smem = nullptr;             // this worker's static __shared__ variables
+  size_t static_smem_bytes = 0;                     // (Note [Poisoned shared memory])
+  std::vector<RaceByte> race;         // DYNGEN_EMU_RACECHECK: dynamic bytes, then static ones
   std::vector<uint32_t> warp_epochs;  // __syncwarp count of each warp, for the race detector
   uint32_t race_epoch_base = 0;       // barrier intervals of the worker's earlier blocks
 };
@@ -173,8 +173,8 @@ inline void park(ThreadState state) {
 inline std::string where() {
   char buf[96];
   std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u)", t_emu.block->block_idx.x,
-                t_emu.block->block_idx.y, t_emu.block->block_idx.z, t_emu.thread->tid.x, t_emu.thread->tid.y,
-                t_emu.thread->tid.z);
+                t_emu.block->block_idx.y, t_emu.block->block_idx.z, t_emu.thread->tid.x,
+                t_emu.thread->tid.y, t_emu.thread->tid.z);
   return buf;
 }
 
@@ -243,8 +243,7 @@ inline void warp_collective(uint32_t mask, WarpOp op, const CallSite* site = nul
                     ": lanes %d and %u of a warp meet at one kind of warp collective from "
                     "different call sites (%s:%u and %s:%u): divergent code",
                     __builtin_ctz(m), lane, s.site.file ? s.site.file : "?", s.site.line,
-                    w.lane[lane].site.file ? w.lane[lane].site.file : "?",
-                    w.lane[lane].site.line);
+                    w.lane[lane].site.file ? w.lane[lane].site.file : "?", w.lane[lane].site.line);
       fail(where() + buf);
     }
   }

@@ -32,7 +32,9 @@ struct Options {
                   "DYNGEN_EMU_SCHED=%s DYNGEN_EMU_ASYNC=%s DYNGEN_EMU_SEED=%llu "
                   "DYNGEN_EMU_RACECHECK=%d",
                   sched == SchedMode::kFifo ? "fifo" : "random",
-                  async == AsyncMode::kWait ? "wait" : async == AsyncMode::kIssue ? "issue" : "random",
+                  async == AsyncMode::kWait    ? "wait"
+                  : async == AsyncMode::kIssue ? "issue"
+                                               : "random",
                   static_cast<unsigned long long>(seed), racecheck ? 1 : 0);
     return buf;
   }
@@ -59,26 +61,38 @@ inline Options read_options() {
       o.error = std::string(name) + "='" + value + "' is invalid: expected " + expected;
   };
   if (const char* s = env_value("DYNGEN_EMU_SCHED")) {
-    if (std::strcmp(s, "fifo") == 0) o.sched = SchedMode::kFifo;
-    else if (std::strcmp(s, "random") == 0) o.sched = SchedMode::kRandom;
-    else bad("DYNGEN_EMU_SCHED", s, "fifo or random");
+    if (std::strcmp(s, "fifo") == 0)
+      o.sched = SchedMode::kFifo;
+    else if (std::strcmp(s, "random") == 0)
+      o.sched = SchedMode::kRandom;
+    else
+      bad("DYNGEN_EMU_SCHED", s, "fifo or random");
   }
   if (const char* s = env_value("DYNGEN_EMU_ASYNC")) {
-    if (std::strcmp(s, "wait") == 0) o.async = AsyncMode::kWait;
-    else if (std::strcmp(s, "issue") == 0) o.async = AsyncMode::kIssue;
-    else if (std::strcmp(s, "random") == 0) o.async = AsyncMode::kRandom;
-    else bad("DYNGEN_EMU_ASYNC", s, "wait, issue or random");
+    if (std::strcmp(s, "wait") == 0)
+      o.async = AsyncMode::kWait;
+    else if (std::strcmp(s, "issue") == 0)
+      o.async = AsyncMode::kIssue;
+    else if (std::strcmp(s, "random") == 0)
+      o.async = AsyncMode::kRandom;
+    else
+      bad("DYNGEN_EMU_ASYNC", s, "wait, issue or random");
   }
   if (const char* s = env_value("DYNGEN_EMU_SEED")) {
     char* end = nullptr;
     unsigned long long v = std::strtoull(s, &end, 10);
-    if (*s == '-' || end == s || *end != '\0') bad("DYNGEN_EMU_SEED", s, "a decimal integer >= 0");
-    else o.seed = v;
+    if (*s == '-' || end == s || *end != '\0')
+      bad("DYNGEN_EMU_SEED", s, "a decimal integer >= 0");
+    else
+      o.seed = v;
   }
   if (const char* s = env_value("DYNGEN_EMU_RACECHECK")) {
-    if (std::strcmp(s, "1") == 0) o.racecheck = true;
-    else if (std::strcmp(s, "0") == 0) o.racecheck = false;
-    else bad("DYNGEN_EMU_RACECHECK", s, "0 or 1");
+    if (std::strcmp(s, "1") == 0)
+      o.racecheck = true;
+    else if (std::strcmp(s, "0") == 0)
+      o.racecheck = false;
+    else
+      bad("DYNGEN_EMU_RACECHECK", s, "0 or 1");
   }
   return o;
 }

@@ -16,27 +16,33 @@ namespace dg::emu {
 // and at least one writes; within one warp they conflict only if no __syncwarp (nor other
 // collective of the whole warp: shuffle, vote, ldmatrix, mma, which a warp executes converged)
 // came between. A cp.async's write becomes visible at the wait only to the thread that issued it,
-// so another lane still needs a __syncwarp or __syncthreads. A cp.async writes its destination at an unknown time between its issue and the
-// cp.async.wait_group that retires it, so the detector checks it as a write at issue, marks the
-// bytes "in flight" until the retiring wait (any access to them meanwhile, by any thread, is a
-// race), and records it as a write of the issuing thread at that wait: another thread's read in
-// the same interval is then a race (the missing barrier after the wait). The verdict depends only
-// on the order of barriers and warp syncs, not on the schedule, so a race is reported under every
-// DYNGEN_EMU_SCHED and seed. Intervals are numbered on from one block to the next on a worker, so
-// the shadow of a finished block never conflicts with the next one and needs no reset. The detector sees cp.async (write), ldmatrix (read of each lane's
-// row) and the accesses of device-layer code that reports them with race_read/race_write; plain
-// loads and stores of shared memory in kernel code are not instrumented. The first race ends the
-// launch with a message naming both threads and the address (the kernel is prefixed by the launch
-// entry); blocks share no shared memory, so only threads of one block can race.
+// so another lane still needs a __syncwarp or __syncthreads. A cp.async writes its destination at
+// an unknown time between its issue and the cp.async.wait_group that retires it, so the detector
+// checks it as a write at issue, marks the bytes "in flight" until the retiring wait (any access to
+// them meanwhile, by any thread, is a race), and records it as a write of the issuing thread at
+// that wait: another thread's read in the same interval is then a race (the missing barrier after
+// the wait). The verdict depends only on the order of barriers and warp syncs, not on the schedule,
+// so a race is reported under every DYNGEN_EMU_SCHED and seed. Intervals are numbered on from one
+// block to the next on a worker, so the shadow of a finished block never conflicts with the next
+// one and needs no reset. The detector sees cp.async (write), ldmatrix (read of each lane's row)
+// and the accesses of device-layer code that reports them with race_read/race_write; plain loads
+// and stores of shared memory in kernel code are not instrumented. The first race ends the launch
+// with a message naming both threads and the address (the kernel is prefixed by the launch entry);
+// blocks share no shared memory, so only threads of one block can race.
 enum RaceKind : uint8_t { kRaceNone, kRaceStore, kRaceLoad, kRaceCpAsync, kRaceLdmatrix };
 
 inline const char* race_kind_verb(uint8_t kind) {
   switch (kind) {
-    case kRaceStore: return "wrote";
-    case kRaceLoad: return "read";
-    case kRaceCpAsync: return "wrote (cp.async)";
-    case kRaceLdmatrix: return "read (ldmatrix)";
-    default: return "accessed";
+    case kRaceStore:
+      return "wrote";
+    case kRaceLoad:
+      return "read";
+    case kRaceCpAsync:
+      return "wrote (cp.async)";
+    case kRaceLdmatrix:
+      return "read (ldmatrix)";
+    default:
+      return "accessed";
   }
 }
 
@@ -58,7 +64,8 @@ inline bool in_smem(const Block& b, const void* p, size_t n) {
   if (lo < 0 || n == 0) return lo >= 0;
   const long long hi = smem_index(b, static_cast<const char*>(p) + n - 1);
   return hi == lo + static_cast<long long>(n) - 1 &&
-         (static_cast<size_t>(lo) >= b.dyn_smem_bytes) == (static_cast<size_t>(hi) >= b.dyn_smem_bytes);
+         (static_cast<size_t>(lo) >= b.dyn_smem_bytes) ==
+             (static_cast<size_t>(hi) >= b.dyn_smem_bytes);
 }
 
 inline RaceAccess race_now(const Block& b, const Thread& t, uint8_t kind) {
@@ -89,8 +96,8 @@ inline std::string race_where(const Block& b, const void* p) {
   const bool dynamic = static_cast<size_t>(i) < b.dyn_smem_bytes;
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s shared memory offset %lld (address %p)",
-                dynamic ? "dynamic" : "static", dynamic ? i : i - static_cast<long long>(b.dyn_smem_bytes),
-                p);
+                dynamic ? "dynamic" : "static",
+                dynamic ? i : i - static_cast<long long>(b.dyn_smem_bytes), p);
   return buf;
 }
 

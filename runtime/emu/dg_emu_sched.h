@@ -119,7 +119,8 @@ inline void on_thread_exit(Block& b, Thread& t) {
 // Runs every thread of the block in b.block_idx to completion. False (with b.error) on failure.
 inline bool run_block(Block& b) {
   const uint64_t linear_block =
-      b.block_idx.x + uint64_t{b.grid_dim.x} * (b.block_idx.y + uint64_t{b.grid_dim.y} * b.block_idx.z);
+      b.block_idx.x +
+      uint64_t{b.grid_dim.x} * (b.block_idx.y + uint64_t{b.grid_dim.y} * b.block_idx.z);
   b.rng = b.opts->seed * 0x2545f4914f6cdd1dull + linear_block * 0x9e3779b97f4a7c15ull;
   const bool random = b.opts->sched == SchedMode::kRandom;
   const bool landings = b.opts->async == AsyncMode::kRandom;

@@ -48,7 +48,8 @@ extern "C" __global__ void divergent_syncwarp(int* __restrict__ out) {
 DG_EMU_ENTRY(divergent_syncwarp)
 
 // ldmatrix with a global-memory address.
-extern "C" __global__ void ldmatrix_global(const dg_bf16* __restrict__ g, unsigned* __restrict__ out) {
+extern "C" __global__ void ldmatrix_global(const dg_bf16* __restrict__ g,
+                                           unsigned* __restrict__ out) {
   dg_u32 r[4];
   dg_ldmatrix_x4(r, g + 8 * (threadIdx.x % 8));
   out[threadIdx.x] = r[0];
@@ -152,6 +153,7 @@ TEST(EmuAdversarial, RaceDetectorFindsTwoCopiesInOneInterval) {
     EXPECT_NE(err.find("dynamic shared memory offset 0"), std::string::npos) << err;
   }
   // Without the detector the same launch runs (its result is whichever copy landed last).
+  const ScopedEnv env({{std::string("DYNGEN_EMU_RACECHECK"), std::string("0")}});
   int barrier = 0;
   EXPECT_EQ(launch(adversarial(), "two_copies", grid1d(1, 64, 16), ps, po, barrier), "");
 }
@@ -159,7 +161,8 @@ TEST(EmuAdversarial, RaceDetectorFindsTwoCopiesInOneInterval) {
 TEST(EmuAdversarial, FailuresNameTheSettingsThatReproduceThem) {
   const ScopedEnv env({{"DYNGEN_EMU_SCHED", "random"},
                        {"DYNGEN_EMU_ASYNC", "issue"},
-                       {"DYNGEN_EMU_SEED", "42"}});
+                       {"DYNGEN_EMU_SEED", "42"},
+                       {"DYNGEN_EMU_RACECHECK", "0"}});
   const std::string err = launch(adversarial(), "always_traps", grid1d(1, 1));
   EXPECT_NE(err.find("__trap()"), std::string::npos) << err;
   EXPECT_NE(err.find("[DYNGEN_EMU_SCHED=random DYNGEN_EMU_ASYNC=issue DYNGEN_EMU_SEED=42 "

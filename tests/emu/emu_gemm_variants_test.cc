@@ -19,8 +19,8 @@ struct Variant {
   int bm, bn, warps_m, warps_n, stages, nb;
   std::string kernel() const {
     return "gemm_" + std::to_string(bm) + "x" + std::to_string(bn) + "_w" +
-           std::to_string(warps_m) + "x" + std::to_string(warps_n) + "_s" +
-           std::to_string(stages) + "_b" + std::to_string(nb);
+           std::to_string(warps_m) + "x" + std::to_string(warps_n) + "_s" + std::to_string(stages) +
+           "_b" + std::to_string(nb);
   }
   int threads() const { return 32 * warps_m * warps_n; }
 };
@@ -67,8 +67,9 @@ DG_DEVICE void variant(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, f
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(v.threads()) + ") " +
          v.kernel() +
          "(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, float* c, long long m, "
-         "long long n, long long k) {\n  variant<" + tile + ", " + std::to_string(v.nb) +
-         ">(a, b0, b1, c, m, n, k);\n}\nDG_EMU_ENTRY(" + v.kernel() + ")\n";
+         "long long n, long long k) {\n  variant<" +
+         tile + ", " + std::to_string(v.nb) + ">(a, b0, b1, c, m, n, k);\n}\nDG_EMU_ENTRY(" +
+         v.kernel() + ")\n";
   }
   return s;
 }
@@ -99,8 +100,12 @@ TEST_P(EmuGemmVariants, StageReuseKTailAndTileEdges) {
     float* pc = c.data();
     long long mm = m, nn = n, kk = k;
     const DgEmuLaunch cfg{static_cast<unsigned>((m + v.bm - 1) / v.bm),
-                          static_cast<unsigned>((n + v.bn - 1) / v.bn), 1,
-                          static_cast<unsigned>(v.threads()), 1, 1, 0};
+                          static_cast<unsigned>((n + v.bn - 1) / v.bn),
+                          1,
+                          static_cast<unsigned>(v.threads()),
+                          1,
+                          1,
+                          0};
     ASSERT_EQ(launch(module, v.kernel(), cfg, pa, pb0, pb1, pc, mm, nn, kk), "") << v.kernel();
     long long wrong = 0;
     for (long long i = 0; i < m; ++i) {

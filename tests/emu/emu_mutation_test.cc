@@ -79,9 +79,12 @@ struct Mode {
 };
 
 const Mode kModes[] = {
-    {"fifo/wait", "fifo", "wait", 0, false},         {"fifo/issue", "fifo", "issue", 0, false},
-    {"random/random s1", "random", "random", 1, false}, {"random/random s2", "random", "random", 2, false},
-    {"random/random s3", "random", "random", 3, false}, {"random/wait s4", "random", "wait", 4, false},
+    {"fifo/wait", "fifo", "wait", 0, false},
+    {"fifo/issue", "fifo", "issue", 0, false},
+    {"random/random s1", "random", "random", 1, false},
+    {"random/random s2", "random", "random", 2, false},
+    {"random/random s3", "random", "random", 3, false},
+    {"random/wait s4", "random", "wait", 4, false},
     {"racecheck", "fifo", "wait", 0, true},
 };
 
@@ -93,7 +96,7 @@ ScopedEnv mode_env(const Mode& m) {
 }
 
 struct Outcome {
-  std::string error;  // the launch's error, "" if it ran
+  std::string error;    // the launch's error, "" if it ran
   long long wrong = 0;  // elements of C outside the tolerance (NaN included)
 };
 

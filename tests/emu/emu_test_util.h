@@ -92,8 +92,10 @@ class ScopedEnv {
   }
   ~ScopedEnv() {
     for (const Saved& s : saved_) {
-      if (s.was_set) setenv(s.name.c_str(), s.value.c_str(), 1);
-      else unsetenv(s.name.c_str());
+      if (s.was_set)
+        setenv(s.name.c_str(), s.value.c_str(), 1);
+      else
+        unsetenv(s.name.c_str());
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;
