@@ -33,11 +33,15 @@
 #                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,inductor,thunder,
 #                                  each under BACKEND_TIMEOUTS (in-process alarm); RUN_MODELS=0
 #                                  skips them
+#   sanitizer  LIMIT_SANITIZER=60  each of memcheck, racecheck, synccheck over gpu_tests
+#              per tool            (SANITIZER_FILTER), when compute-sanitizer exists;
+#                                  RUN_SANITIZER=0 skips it
 #   kernels    LIMIT_KERNELS=150   bench/gpu/kernel_bench.py: expert MLP fwd+bwd at OLMoE, Phi-3.5-
 #                                  MoE and DBRX shapes, s in KERNEL_TOKENS, dyngen vs eager vs
 #                                  torch.compile(dynamic=True); RUN_KERNELS=0 skips it
 # The phases' limits add up to more than one device command's 600 s: when the earlier phases run
-# long, run the kernel benchmark as a second command (RUN_NUMERICS=0 RUN_MODELS=0).
+# long, run the kernel benchmark as a second command (RUN_NUMERICS=0 RUN_MODELS=0
+# RUN_SANITIZER=0).
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -171,6 +175,43 @@ else
   echo "=== phase gpu-tests skipped: build/tests/gpu/gpu_tests was not carried"
 fi
 
+# ---- the same tests under compute-sanitizer: memcheck, racecheck, synccheck -------------------------
+# The emulation's race detector (DYNGEN_EMU_RACECHECK) models shared memory; this is the real
+# thing. Each tool runs a GEMM-heavy subset (SANITIZER_FILTER: the seed's forward and backward,
+# the catalog's linear and matmul cases) under its own limit, logs to $OUT/sanitizer-TOOL.log,
+# and sums up in $OUT/sanitizer.tsv (tool, rc, errors reported, seconds) and h200.json.
+# RUN_SANITIZER=0 skips it; sanitized runs are 10-100x slower, so the filter stays small.
+RUN_SANITIZER="${RUN_SANITIZER:-1}"
+LIMIT_SANITIZER="${LIMIT_SANITIZER:-60}"  # per tool
+SANITIZER_FILTER="${SANITIZER_FILTER:-GpuSeed.*:Catalog/GpuOp.*linear*:Catalog/GpuOp.*matmul*}"
+sanitizer="$(command -v compute-sanitizer || true)"
+[ -z "$sanitizer" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] &&
+  sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [ "$RUN_SANITIZER" != 1 ]; then
+  echo "=== phase sanitizer skipped: RUN_SANITIZER=$RUN_SANITIZER"
+elif [ -z "$sanitizer" ]; then
+  echo "=== phase sanitizer skipped: no compute-sanitizer on this machine"
+elif [ ! -x build/tests/gpu/gpu_tests ]; then
+  echo "=== phase sanitizer skipped: build/tests/gpu/gpu_tests was not carried"
+else
+  : > "$OUT/sanitizer.tsv"
+  for tool in memcheck racecheck synccheck; do
+    t0=$(date +%s)
+    extra=()
+    [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+    phase "sanitizer-$tool" "$LIMIT_SANITIZER" "$sanitizer" --tool "$tool" "${extra[@]}" \
+      --error-exitcode 7 --print-limit 20 --log-file "$OUT/sanitizer-$tool.log" \
+      build/tests/gpu/gpu_tests --gtest_filter="$SANITIZER_FILTER"
+    rc=$?
+    # compute-sanitizer ends its log with "ERROR SUMMARY: N errors" (racecheck: "RACECHECK
+    # SUMMARY: N hazards displayed").
+    errors="$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$OUT/sanitizer-$tool.log" 2>/dev/null |
+              grep -Eo '[0-9]+$' | tail -1)"
+    printf '%s\t%s\t%s\t%s\n' "$tool" "$rc" "${errors:-unknown}" "$(( $(date +%s) - t0 ))" |
+      tee -a "$OUT/sanitizer.tsv"
+  done
+fi
+
 # ---- numerics on the GPU ---------------------------------------------------------------------------
 small=(); [ "$SCALE" = tiny ] && small=(--small --device "$DEVICE")
 [ "$RUN_NUMERICS" = 1 ] && phase numerics "$LIMIT_NUMERICS" env PYTHONUNBUFFERED=1 "$PY" \
@@ -214,8 +255,15 @@ def load(name):
         return {"missing": f"{name}: {e}"}
 phases = [dict(zip(("phase", "rc", "seconds", "limit"), l.rstrip("\n").split("\t")))
           for l in open(os.path.join(work, "phases.tsv"))]
+def sanitizer_rows():
+    p = os.path.join(os.path.dirname(out), "sanitizer.tsv")
+    if not os.path.exists(p):
+        return {"missing": "no sanitizer run (no compute-sanitizer, no gpu_tests, or skipped)"}
+    return [dict(zip(("tool", "rc", "errors", "seconds"), l.rstrip("\n").split("\t")))
+            for l in open(p) if l.strip()]
 merged = {"facts": open(os.path.join(work, "facts.txt")).read(), "dyngen_executor": executor,
           "phases": phases, "numerics": load("numerics.json"), "kernels": load("kernels.json"),
+          "sanitizer": sanitizer_rows(),
           "bench": {f[6:-5]: load(f) for f in sorted(os.listdir(work))
                     if f.startswith("bench-") and f.endswith(".json")}}
 json.dump(merged, open(out, "w"), indent=2, default=str)

@@ -6,9 +6,13 @@
 
 #if defined(DG_HOST_EMULATION)
 namespace dg::emu {
-inline void check_cp_async(const void* dst, const void* src) {
+// The destination must be 16 bytes of shared memory and the source must not be shared memory.
+inline void check_cp_async(void* dst, const void* src) {
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 != 0)
     fail(where() + ": cp.async addresses must be 16-byte aligned");
+  if (!in_smem(*t_emu.block, dst, 16))
+    fail(where() + ": cp.async destination is not in shared memory");
+  if (smem_index(*t_emu.block, src) >= 0) fail(where() + ": cp.async source is in shared memory");
 }
 }  // namespace dg::emu
 #endif
@@ -34,7 +38,7 @@ DG_DEVICE void dg_cp_async_16_zfill(void* smem_dst, const void* gmem_src, bool p
                "r"(src_size)
                : "memory");
 #else
-  ::dg::emu::check_cp_async(smem_dst, pred ? gmem_src : smem_dst);
+  ::dg::emu::check_cp_async(smem_dst, pred ? gmem_src : nullptr);
   ::dg::emu::async_copy(smem_dst, gmem_src, 16, pred ? 16u : 0u);
 #endif
 }
@@ -63,6 +67,6 @@ DG_DEVICE void dg_cp_async_wait_all() {
 #if defined(DG_ON_GPU)
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #else
-  ::dg::emu::async_wait_all(*::dg::emu::t_thread);
+  ::dg::emu::async_wait_all(*::dg::emu::t_emu.thread);
 #endif
 }

@@ -110,6 +110,10 @@ DG_DEVICE void dg_emu_ldmatrix_x4(dg_u32 (&r)[4], const void* smem_row) {
   ::dg::emu::require_full_warp("ldmatrix");
   if (reinterpret_cast<uintptr_t>(smem_row) % 16 != 0)
     ::dg::emu::fail(::dg::emu::where() + ": ldmatrix row address is not 16-byte aligned");
+  ::dg::emu::Block& b = *::dg::emu::t_emu.block;
+  if (!::dg::emu::in_smem(b, smem_row, 16))
+    ::dg::emu::fail(::dg::emu::where() + ": ldmatrix row address is not in shared memory");
+  if (!b.race.empty()) ::dg::emu::race_read(smem_row, 16, ::dg::emu::kRaceLdmatrix);
   ::dg::emu::LaneSlot& s = ::dg::emu::my_lane_slot();
   s.ptr = smem_row;
   ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::ldmatrix_x4_op<Trans>);

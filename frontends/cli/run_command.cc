@@ -22,7 +22,10 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   if (flags.help) {
     out << "usage: dyngen " << kUsage << "\n"
         << "Runs the graph on random inputs under host emulation and compares it with the\n"
-           "reference evaluator; exits 4 when an output is outside its dtype's tolerance.\n";
+           "reference evaluator; exits 4 when an output is outside its dtype's tolerance, or\n"
+           "when the shared-memory race detector (DYNGEN_EMU_RACECHECK=1) reports a race.\n"
+           "DYNGEN_EMU_SCHED=fifo|random, DYNGEN_EMU_ASYNC=wait|issue|random and\n"
+           "DYNGEN_EMU_SEED=N choose the emulation's schedule and cp.async timing.\n";
     return kExitOk;
   }
   auto graph = load_or_report(flags.file, err);
@@ -45,6 +48,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   auto checks = check_against_reference(*graph, *o.executable, inputs.value());
   if (!checks.ok()) {
     err << "dyngen: " << flags.file << ": " << checks.message() << "\n";
+    // A race found by DYNGEN_EMU_RACECHECK=1 is a wrong kernel, like a mismatch.
+    if (checks.message().find("shared-memory race") != std::string::npos) return 4;
     return kExitInvalidInput;
   }
   bool all_ok = true;

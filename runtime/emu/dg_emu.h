@@ -10,10 +10,14 @@
 
 // Everything from the standard library comes in before the keyword macros below exist.
 #include "dg_emu_abi.h"
+#include "dg_emu_async.h"
 #include "dg_emu_builtins.h"
 #include "dg_emu_engine.h"
 #include "dg_emu_launch.h"
+#include "dg_emu_options.h"
+#include "dg_emu_racecheck.h"
 #include "dg_emu_sched.h"
+#include "dg_emu_smem.h"
 #include "dg_emu_types.h"
 
 #define __global__
@@ -30,13 +34,13 @@
 // All fibers of a block run on one OS thread and an OS thread runs one block at a time, so a
 // thread_local static is exactly one copy per block in flight: shared by the block's threads,
 // private from blocks on other workers. Like CUDA shared memory it is not reset between blocks
-// (unlike CUDA it keeps the previous block's values rather than garbage). `extern __shared__`
+// (Note [Poisoned shared memory]: each block finds it filled with 0xff bytes). `extern __shared__`
 // cannot work this way; dynamic shared memory goes through DG_DYNAMIC_SMEM (dg_sync.cuh).
 #define __shared__ static thread_local
 
 // Built-in variables of the current emulated thread (Note [Warp collectives] for lanes).
-#define threadIdx (::dg::emu::t_thread->tid)
-#define blockIdx (::dg::emu::t_block->block_idx)
-#define blockDim (::dg::emu::t_block->block_dim)
-#define gridDim (::dg::emu::t_block->grid_dim)
+#define threadIdx (::dg::emu::t_emu.thread->tid)
+#define blockIdx (::dg::emu::t_emu.block->block_idx)
+#define blockDim (::dg::emu::t_emu.block->block_dim)
+#define gridDim (::dg::emu::t_emu.block->grid_dim)
 inline constexpr int warpSize = 32;

@@ -43,7 +43,7 @@ void shuffle_op(LaneSlot* lanes, uint32_t participants) {
 }
 
 template <int Kind, typename T>
-inline T shuffle(unsigned mask, T var, int param, int width) {
+inline T shuffle(unsigned mask, T var, int param, int width, const CallSite& site) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
                 "shuffle of an unsupported type");
   if (width <= 0 || width > 32 || (width & (width - 1)) != 0)
@@ -53,7 +53,7 @@ inline T shuffle(unsigned mask, T var, int param, int width) {
   std::memcpy(&s.in[0], &var, sizeof(T));
   s.in[1] = static_cast<uint64_t>(static_cast<uint32_t>(param));
   s.in[2] = static_cast<uint64_t>(width);
-  warp_collective(mask, &shuffle_op<Kind>);
+  warp_collective(mask, &shuffle_op<Kind>, &site);
   T r;
   std::memcpy(&r, &s.out[0], sizeof(T));
   return r;
@@ -70,10 +70,11 @@ inline void ballot_op(LaneSlot* lanes, uint32_t participants) {
 }
 
 // The ballot of `pred` over the lanes taking part; `*participants` (if given) receives them.
-inline unsigned ballot(unsigned mask, int pred, unsigned* participants = nullptr) {
+inline unsigned ballot(unsigned mask, int pred, const CallSite& site,
+                       unsigned* participants = nullptr) {
   LaneSlot& s = my_lane_slot();
   s.in[0] = pred != 0;
-  warp_collective(mask, &ballot_op);
+  warp_collective(mask, &ballot_op, &site);
   if (participants != nullptr) *participants = static_cast<unsigned>(s.out[1]);
   return static_cast<unsigned>(s.out[0]);
 }
@@ -97,34 +98,47 @@ inline T atomic_update(T* p, F f) {
 inline void __syncthreads() { dg::emu::sync_block(0); }
 inline int __syncthreads_count(int pred) { return dg::emu::sync_block(pred != 0); }
 inline int __syncthreads_and(int pred) {
-  return dg::emu::sync_block(pred != 0) == static_cast<int>(dg::emu::t_block->n_threads);
+  return dg::emu::sync_block(pred != 0) == static_cast<int>(dg::emu::t_emu.block->n_threads);
 }
 inline int __syncthreads_or(int pred) { return dg::emu::sync_block(pred != 0) != 0; }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { dg::emu::warp_collective(mask, nullptr); }
+// The warp collectives take their call site as defaulted arguments (Note [Warp collectives]).
+#define DG_EMU_SITE const char *dg_file = __builtin_FILE(), unsigned dg_line = __builtin_LINE()
+#define DG_EMU_AT \
+  ::dg::emu::CallSite { dg_file, dg_line }
+inline void __syncwarp(unsigned mask = 0xffffffffu, DG_EMU_SITE) {
+  const ::dg::emu::CallSite site = DG_EMU_AT;
+  dg::emu::warp_collective(mask, nullptr, &site);
+}
 inline unsigned __activemask() { return dg::emu::active_mask(); }
 
 template <typename T>
-inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
-  return dg::emu::shuffle<dg::emu::kShflIdx>(mask, var, src_lane, width);
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32, DG_EMU_SITE) {
+  return dg::emu::shuffle<dg::emu::kShflIdx>(mask, var, src_lane, width, DG_EMU_AT);
 }
 template <typename T>
-inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
-  return dg::emu::shuffle<dg::emu::kShflXor>(mask, var, lane_mask, width);
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32, DG_EMU_SITE) {
+  return dg::emu::shuffle<dg::emu::kShflXor>(mask, var, lane_mask, width, DG_EMU_AT);
 }
 template <typename T>
-inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return dg::emu::shuffle<dg::emu::kShflUp>(mask, var, static_cast<int>(delta), width);
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32, DG_EMU_SITE) {
+  return dg::emu::shuffle<dg::emu::kShflUp>(mask, var, static_cast<int>(delta), width, DG_EMU_AT);
 }
 template <typename T>
-inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return dg::emu::shuffle<dg::emu::kShflDown>(mask, var, static_cast<int>(delta), width);
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32, DG_EMU_SITE) {
+  return dg::emu::shuffle<dg::emu::kShflDown>(mask, var, static_cast<int>(delta), width, DG_EMU_AT);
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) { return dg::emu::ballot(mask, pred); }
-inline int __any_sync(unsigned mask, int pred) { return dg::emu::ballot(mask, pred) != 0; }
-inline int __all_sync(unsigned mask, int pred) {
+inline unsigned __ballot_sync(unsigned mask, int pred, DG_EMU_SITE) {
+  return dg::emu::ballot(mask, pred, DG_EMU_AT);
+}
+inline int __any_sync(unsigned mask, int pred, DG_EMU_SITE) {
+  return dg::emu::ballot(mask, pred, DG_EMU_AT) != 0;
+}
+inline int __all_sync(unsigned mask, int pred, DG_EMU_SITE) {
   unsigned participants = 0;
-  return dg::emu::ballot(mask, pred, &participants) == participants;
+  return dg::emu::ballot(mask, pred, DG_EMU_AT, &participants) == participants;
 }
+#undef DG_EMU_SITE
+#undef DG_EMU_AT
 
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }

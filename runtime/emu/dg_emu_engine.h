@@ -9,17 +9,10 @@
 #include <vector>
 
 #include "dg_emu_fiber.h"
+#include "dg_emu_options.h"
 #include "dg_emu_types.h"
 
 namespace dg::emu {
-
-// Options read once per module from the environment.
-struct Options {
-  unsigned threads = 1;           // DYNGEN_EMU_THREADS: OS threads per launch (default: cores)
-  size_t stack_bytes = 64 << 10;  // DYNGEN_EMU_STACK_KB: stack per emulated CUDA thread
-};
-
-const Options& options();
 
 enum class ThreadState : uint8_t { kReady, kBlockBarrier, kWarpCollective, kExited, kFailed };
 
@@ -29,13 +22,27 @@ enum class ThreadState : uint8_t { kReady, kBlockBarrier, kWarpCollective, kExit
 // Computing all results at once means no slot is read after its owner has moved on, so no second
 // barrier is needed. The participants are the lanes in `mask` that exist (a partial last warp has
 // fewer); a mask naming an exited lane, or lanes meeting at different collectives, is an error
-// rather than the undefined behaviour it is on a GPU.
+// rather than the undefined behaviour it is on a GPU. Lanes meet at "the same collective" when
+// the op, the mask and the call site agree: the CUDA intrinsics (__shfl_sync, __syncwarp, ...)
+// record the file and line they are called from, so two __syncwarp()s in the two arms of a
+// divergent branch do not pair up as they would if only (op, mask) were compared; ldmatrix and
+// mma are always called from one place in the device layer and are told apart by their op.
 struct LaneSlot;
 using WarpOp = void (*)(LaneSlot* lanes, uint32_t participants);
+
+// Where a warp collective was called from (Note [Warp collectives]).
+struct CallSite {
+  const char* file = nullptr;
+  unsigned line = 0;
+  bool operator==(const CallSite& o) const {
+    return line == o.line && (file == o.file || (file && o.file && std::strcmp(file, o.file) == 0));
+  }
+};
 
 struct LaneSlot {
   WarpOp op;
   uint32_t mask;
+  CallSite site;
   const void* ptr;
   uint64_t in[10];
   uint64_t out[4];
@@ -54,6 +61,22 @@ struct AsyncCopy {
   const void* src;
   uint32_t bytes;
   uint32_t src_bytes;  // bytes read from src; the rest of dst is zero-filled
+  bool landed;         // performed already (DYNGEN_EMU_ASYNC=issue or random); still in flight
+};
+
+// One shared-memory access as the race detector remembers it (Note [Race detector]).
+struct RaceAccess {
+  uint32_t epoch = 0;       // the block's barrier interval + 1; 0: none
+  uint32_t warp_epoch = 0;  // the accessing warp's __syncwarp count at the time
+  uint16_t thread1 = 0;     // linear thread index + 1
+  uint8_t kind = 0;         // RaceKind
+};
+
+// What the detector knows about one byte of shared memory.
+struct RaceByte {
+  RaceAccess write;
+  RaceAccess read[2];     // two distinct readers of the latest interval suffice (Note)
+  uint16_t async_owner1;  // thread (+1) whose cp.async to this byte is not yet waited for
 };
 
 // One emulated CUDA thread.
@@ -66,6 +89,13 @@ struct Thread {
   bool started = false;
   std::vector<AsyncCopy> async_copies;   // issued and not yet complete, oldest first
   std::vector<size_t> async_group_ends;  // committed groups: end index into async_copies
+  uint64_t async_base_seq = 0;           // issue number of async_copies[0]
+};
+
+// A cp.async that DYNGEN_EMU_ASYNC=random lands at a later scheduler step: thread and issue number.
+struct AsyncLanding {
+  unsigned thread;
+  uint64_t seq;
 };
 
 // One block in flight on a worker (OS thread); reused for every block the worker runs.
@@ -87,11 +117,35 @@ struct Block {
   void (*body)(void*) = nullptr;  // runs the kernel for the current thread
   void* body_arg = nullptr;
   std::vector<FiberStack> free_stacks;  // Note [Stack pool]
+  const Options* opts = nullptr;        // this launch's options
+  uint64_t rng = 0;                     // the block's random stream (Note [Adversarial emulation])
+  uint64_t step = 0;                    // scheduler steps so far
+  std::vector<std::vector<AsyncLanding>> landings;  // a timer wheel indexed by step
+  unsigned char* static_smem = nullptr;             // this worker's static __shared__ variables
+  size_t static_smem_bytes = 0;                     // (Note [Poisoned shared memory])
+  std::vector<RaceByte> race;         // DYNGEN_EMU_RACECHECK: dynamic bytes, then static ones
+  std::vector<uint32_t> warp_epochs;  // __syncwarp count of each warp, for the race detector
+  uint32_t race_epoch_base = 0;       // barrier intervals of the worker's earlier blocks
 };
 
-// The block and thread being emulated on this OS thread; threadIdx and friends read these.
-inline thread_local Block* t_block = nullptr;
-inline thread_local Thread* t_thread = nullptr;
+// Note [Engine thread-locals]: the block and thread being emulated on this OS thread (threadIdx
+// and friends read these). They sit in one initialized thread_local, so they are in the module's
+// .tdata and never in .tbss, which holds only static __shared__ variables and is poisoned per
+// block (Note [Poisoned shared memory]).
+struct EngineLocals {
+  Block* block;
+  Thread* thread;
+  uint32_t initialized;  // nonzero, which keeps the object out of .tbss
+};
+inline thread_local EngineLocals t_emu = {nullptr, nullptr, 1};
+
+// The block's random stream (splitmix64).
+inline uint64_t next_random(Block& b) {
+  uint64_t z = (b.rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 inline void push_ready(Block& b, Thread& t) {
   t.state = ThreadState::kReady;
@@ -100,14 +154,14 @@ inline void push_ready(Block& b, Thread& t) {
 
 // Gives control back to the scheduler; returns when the thread is readied again.
 inline void park(ThreadState state) {
-  t_thread->state = state;
-  fiber_switch(&t_thread->ctx, &t_block->sched);
+  t_emu.thread->state = state;
+  fiber_switch(&t_emu.thread->ctx, &t_emu.block->sched);
 }
 
 // Ends the launch with `message`; called from kernel code, never returns.
 [[noreturn]] inline void fail(const std::string& message) {
-  Block* b = t_block;
-  if (b == nullptr || t_thread == nullptr) {
+  Block* b = t_emu.block;
+  if (b == nullptr || t_emu.thread == nullptr) {
     std::fprintf(stderr, "dyngen emulation: %s (outside a kernel)\n", message.c_str());
     std::abort();
   }
@@ -118,15 +172,27 @@ inline void park(ThreadState state) {
 
 inline std::string where() {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u)", t_block->block_idx.x,
-                t_block->block_idx.y, t_block->block_idx.z, t_thread->tid.x, t_thread->tid.y,
-                t_thread->tid.z);
+  std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u)", t_emu.block->block_idx.x,
+                t_emu.block->block_idx.y, t_emu.block->block_idx.z, t_emu.thread->tid.x,
+                t_emu.thread->tid.y, t_emu.thread->tid.z);
   return buf;
+}
+
+// In DYNGEN_EMU_SCHED=random: back to the ready set, from which the scheduler picks at random.
+inline void yield_now() {
+  push_ready(*t_emu.block, *t_emu.thread);
+  park(ThreadState::kReady);
+}
+
+// A preemption point of the random scheduler (cp.async issue, commit, wait): yields one time in 4.
+inline void maybe_yield() {
+  Block& b = *t_emu.block;
+  if (b.opts->sched == SchedMode::kRandom && (next_random(b) & 3) == 0) yield_now();
 }
 
 // __syncthreads_count(pred): every thread of the block must arrive (Note [Strict barriers]).
 inline int sync_block(int pred) {
-  Block& b = *t_block;
+  Block& b = *t_emu.block;
   unsigned parity = b.bar_generation & 1;
   b.bar_count[parity] += pred;
   if (++b.bar_arrived == b.n_threads) {
@@ -136,6 +202,8 @@ inline int sync_block(int pred) {
     ++b.bar_generation;
     for (Thread& t : b.threads)
       if (t.state == ThreadState::kBlockBarrier) push_ready(b, t);
+    // The last to arrive does not go on first in random mode (Note [Adversarial emulation]).
+    if (b.opts->sched == SchedMode::kRandom) yield_now();
     return b.bar_result[parity];
   }
   park(ThreadState::kBlockBarrier);
@@ -145,10 +213,12 @@ inline int sync_block(int pred) {
 }
 
 // Runs one warp collective for the calling lane (Note [Warp collectives]). The caller has filled
-// its slot's inputs; on return its outputs are ready.
-inline void warp_collective(uint32_t mask, WarpOp op) {
-  Block& b = *t_block;
-  Thread& self = *t_thread;
+// its slot's inputs; on return its outputs are ready. `site` names the call site (the source line
+// of a CUDA intrinsic's call, or nullptr for the device layer's ldmatrix and mma): lanes must meet
+// at the same site, as they must reach the same instruction on a GPU.
+inline void warp_collective(uint32_t mask, WarpOp op, const CallSite* site = nullptr) {
+  Block& b = *t_emu.block;
+  Thread& self = *t_emu.thread;
   unsigned wi = self.linear >> 5, lane = self.linear & 31;
   Warp& w = b.warps[wi];
   uint32_t me = 1u << lane;
@@ -157,6 +227,7 @@ inline void warp_collective(uint32_t mask, WarpOp op) {
   if (mask & w.exited) fail(where() + ": warp collective names lanes that have already exited");
   w.lane[lane].op = op;
   w.lane[lane].mask = mask;
+  w.lane[lane].site = site == nullptr ? CallSite{} : *site;
   w.arrived |= me;
   if ((w.arrived & mask) != mask) {
     park(ThreadState::kWarpCollective);
@@ -166,58 +237,34 @@ inline void warp_collective(uint32_t mask, WarpOp op) {
     const LaneSlot& s = w.lane[__builtin_ctz(m)];
     if (s.op != op || s.mask != mask)
       fail(where() + ": lanes of one warp meet at different warp collectives (divergent code)");
+    if (!(s.site == w.lane[lane].site)) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    ": lanes %d and %u of a warp meet at one kind of warp collective from "
+                    "different call sites (%s:%u and %s:%u): divergent code",
+                    __builtin_ctz(m), lane, s.site.file ? s.site.file : "?", s.site.line,
+                    w.lane[lane].site.file ? w.lane[lane].site.file : "?", w.lane[lane].site.line);
+      fail(where() + buf);
+    }
   }
   if (op != nullptr) op(w.lane, mask);
+  // A __syncwarp, or a collective of the whole warp, orders the lanes' shared-memory accesses
+  // before it and after it (Note [Race detector]).
+  if (op == nullptr || mask == w.existing) ++b.warp_epochs[wi];
   w.arrived &= ~mask;
   for (uint32_t m = mask & ~me; m; m &= m - 1) push_ready(b, b.threads[wi * 32 + __builtin_ctz(m)]);
+  if (b.opts->sched == SchedMode::kRandom) yield_now();
 }
 
 inline LaneSlot& my_lane_slot() {
-  return t_block->warps[t_thread->linear >> 5].lane[t_thread->linear & 31];
+  return t_emu.block->warps[t_emu.thread->linear >> 5].lane[t_emu.thread->linear & 31];
 }
 
 inline uint32_t active_mask() {
-  const Warp& w = t_block->warps[t_thread->linear >> 5];
+  const Warp& w = t_emu.block->warps[t_emu.thread->linear >> 5];
   return w.existing & ~w.exited;
 }
 
-inline unsigned char* dynamic_smem() { return t_block->dyn_smem; }
-
-// Note [Deferred cp.async]: cp.async copies are queued per thread and performed when a
-// wait_group (or wait_all, or the thread's exit) retires their group, not when issued. Reading
-// shared memory before the matching wait therefore sees stale data here, as it may on a GPU, so
-// a missing wait shows up as wrong numbers instead of passing by luck.
-inline void async_copy(void* dst, const void* src, uint32_t bytes, uint32_t src_bytes) {
-  t_thread->async_copies.push_back(AsyncCopy{dst, src, bytes, src_bytes});
-}
-
-inline void async_commit() { t_thread->async_group_ends.push_back(t_thread->async_copies.size()); }
-
-inline void async_complete(Thread& t, size_t n_copies) {
-  for (size_t i = 0; i < n_copies; ++i) {
-    const AsyncCopy& c = t.async_copies[i];
-    std::memcpy(c.dst, c.src, c.src_bytes);
-    std::memset(static_cast<char*>(c.dst) + c.src_bytes, 0, c.bytes - c.src_bytes);
-  }
-  t.async_copies.erase(t.async_copies.begin(), t.async_copies.begin() + n_copies);
-  for (size_t& end : t.async_group_ends) end -= n_copies;
-}
-
-// cp.async.wait_group n: all but the newest n committed groups are complete.
-inline void async_wait(unsigned n) {
-  Thread& t = *t_thread;
-  size_t groups = t.async_group_ends.size();
-  if (groups <= n) return;
-  size_t retire = groups - n;
-  size_t n_copies = t.async_group_ends[retire - 1];
-  t.async_group_ends.erase(t.async_group_ends.begin(), t.async_group_ends.begin() + retire);
-  async_complete(t, n_copies);
-}
-
-// cp.async.wait_all: commit, then wait for everything.
-inline void async_wait_all(Thread& t) {
-  t.async_group_ends.clear();
-  async_complete(t, t.async_copies.size());
-}
+inline unsigned char* dynamic_smem() { return t_emu.block->dyn_smem; }
 
 }  // namespace dg::emu

@@ -7,35 +7,22 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dg_emu_abi.h"
+#include "dg_emu_async.h"
 #include "dg_emu_engine.h"
+#include "dg_emu_smem.h"
 
 namespace dg::emu {
-
-inline const Options& options() {
-  static const Options opts = [] {
-    Options o;
-    unsigned hw = std::thread::hardware_concurrency();
-    o.threads = hw == 0 ? 1 : hw;
-    if (const char* s = std::getenv("DYNGEN_EMU_THREADS"); s != nullptr && std::atoi(s) > 0)
-      o.threads = static_cast<unsigned>(std::atoi(s));
-    if (const char* s = std::getenv("DYNGEN_EMU_STACK_KB"); s != nullptr && std::atoi(s) >= 16) {
-      const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-      o.stack_bytes = ((static_cast<size_t>(std::atoi(s)) << 10) + page - 1) / page * page;
-    }
-    return o;
-  }();
-  return opts;
-}
 
 // The body of every fiber: run the kernel for this thread, then hand control back for good.
 inline void thread_main(void* arg) {
   Thread* t = static_cast<Thread*>(arg);
-  Block& b = *t_block;
+  Block& b = *t_emu.block;
   b.body(b.body_arg);
   async_wait_all(*t);
   t->state = ThreadState::kExited;
@@ -57,6 +44,7 @@ inline void prepare_block(Block& b, const DgEmuLaunch& cfg) {
         uint3{i % cfg.block_x, (i / cfg.block_x) % cfg.block_y, i / (cfg.block_x * cfg.block_y)};
   }
   b.warps.resize((b.n_threads + 31) / 32);
+  b.warp_epochs.assign(b.warps.size(), 0);
   for (size_t w = 0; w < b.warps.size(); ++w) {
     unsigned lanes = std::min(32u, b.n_threads - static_cast<unsigned>(w) * 32);
     b.warps[w].existing = lanes == 32 ? ~0u : (1u << lanes) - 1;
@@ -110,11 +98,36 @@ inline void on_thread_exit(Block& b, Thread& t) {
 // the parked threads; when nothing is ready the block is either done or deadlocked. Every handoff
 // goes through the scheduler, so an exiting fiber never has its stack reused under it. A thread
 // that never parks costs one fiber start and two switches (tens of nanoseconds).
+//
+// Note [Adversarial emulation]: a GPU runs warps in an order nothing promises, and cp.async
+// copies land whenever they like before their wait, so a kernel that is right only in one order
+// is wrong. The emulation can look for such kernels:
+// - DYNGEN_EMU_SCHED=random: the scheduler takes a ready thread at random instead of the oldest,
+//   the last thread to reach a __syncthreads or a warp collective goes back to the ready set
+//   instead of going on at once, and cp.async issue, commit and wait are preemption points (one
+//   time in four), so warps drift apart instead of staying in near lock-step.
+// - DYNGEN_EMU_ASYNC=wait|issue|random: when a cp.async lands (Note [Deferred cp.async]).
+// - DYNGEN_EMU_SEED=N: the random modes' seed. Each block's stream is a function of the seed and
+//   the block index only, so a run is reproducible whatever worker runs which block. Every launch
+//   failure message ends with the settings that reproduce it.
+// - DYNGEN_EMU_RACECHECK=1: the shared-memory race detector (Note [Race detector]).
+// - Always: shared memory is poisoned per block (Note [Poisoned shared memory]), ldmatrix and
+//   cp.async addresses are checked to be shared memory, and lanes must meet at warp collectives
+//   from the same call site (Note [Warp collectives]).
+// The defaults (fifo, wait) are the fastest; CI runs the GEMM, catalog and seed tests under random
+// modes with fixed seeds (tests/emu/CMakeLists.txt).
 // Runs every thread of the block in b.block_idx to completion. False (with b.error) on failure.
 inline bool run_block(Block& b) {
+  const uint64_t linear_block =
+      b.block_idx.x +
+      uint64_t{b.grid_dim.x} * (b.block_idx.y + uint64_t{b.grid_dim.y} * b.block_idx.z);
+  b.rng = b.opts->seed * 0x2545f4914f6cdd1dull + linear_block * 0x9e3779b97f4a7c15ull;
+  const bool random = b.opts->sched == SchedMode::kRandom;
+  const bool landings = b.opts->async == AsyncMode::kRandom;
   b.q_head = 0;
   b.q_size = 0;
   b.n_exited = 0;
+  b.race_epoch_base += b.bar_generation + 1;
   b.bar_arrived = b.bar_generation = 0;
   b.bar_count[0] = b.bar_count[1] = 0;
   for (Warp& w : b.warps) w.arrived = w.exited = 0;
@@ -125,21 +138,27 @@ inline bool run_block(Block& b) {
     push_ready(b, t);
   }
   while (b.q_size > 0) {
+    if (landings) land_due_copies(b);
+    ++b.step;
+    if (random && b.q_size > 1) {
+      const size_t pick = (b.q_head + next_random(b) % b.q_size) % b.n_threads;
+      std::swap(b.queue[pick], b.queue[b.q_head]);
+    }
     Thread& t = b.threads[b.queue[b.q_head]];
     b.q_head = (b.q_head + 1) % b.n_threads;
     --b.q_size;
     if (!t.started) {
       if (b.free_stacks.empty()) {
-        b.free_stacks.push_back(StackPool::instance().acquire(options().stack_bytes));
+        b.free_stacks.push_back(StackPool::instance().acquire(b.opts->stack_bytes));
       }
       t.stack = b.free_stacks.back();
       b.free_stacks.pop_back();
       fiber_init(&t.ctx, t.stack.lo, t.stack.size, &thread_main, &t);
       t.started = true;
     }
-    t_thread = &t;
+    t_emu.thread = &t;
     fiber_switch(&b.sched, &t.ctx);
-    t_thread = nullptr;
+    t_emu.thread = nullptr;
     if (t.state == ThreadState::kExited) on_thread_exit(b, t);
     if (!b.error.empty()) break;
   }
@@ -155,6 +174,7 @@ inline bool run_block(Block& b) {
 
 // State shared by the workers of one launch.
 struct GridRun {
+  Options opts;
   const DgEmuLaunch* cfg;
   void (*body)(void*);
   void* body_arg;
@@ -177,6 +197,7 @@ inline void run_worker(GridRun& run) {
   const DgEmuLaunch& cfg = *run.cfg;
   unsigned char* smem = nullptr;
   try {
+    b.opts = &run.opts;
     prepare_block(b, cfg);
     b.body = run.body;
     b.body_arg = run.body_arg;
@@ -184,31 +205,50 @@ inline void run_worker(GridRun& run) {
     size_t alloc = (std::max<size_t>(cfg.dynamic_smem_bytes, 16) + 127) & ~size_t{127};
     smem = static_cast<unsigned char*>(::operator new (alloc, std::align_val_t{128}));
     b.dyn_smem = smem;
-    t_block = &b;
+    t_emu.block = &b;
+    if (std::string e = locate_static_smem(b); !e.empty()) throw std::runtime_error(e);
+    if (run.opts.async == AsyncMode::kRandom) b.landings.resize(kLandingWheel);
+    if (run.opts.racecheck) b.race.assign(b.dyn_smem_bytes + b.static_smem_bytes, RaceByte{});
     while (!run.failed.load(std::memory_order_relaxed)) {
       uint64_t i = run.next.fetch_add(1, std::memory_order_relaxed);
       if (i >= run.n_blocks) break;
       b.block_idx = uint3{static_cast<unsigned>(i % cfg.grid_x),
                           static_cast<unsigned>((i / cfg.grid_x) % cfg.grid_y),
                           static_cast<unsigned>(i / (uint64_t{cfg.grid_x} * cfg.grid_y))};
-      // Shared memory starts with garbage on a GPU; make reliance on it visible (NaN, -1).
+      // Note [Poisoned shared memory].
       std::memset(smem, 0xff, cfg.dynamic_smem_bytes);
+      std::memset(b.static_smem, 0xff, b.static_smem_bytes);
       if (!run_block(b)) {
         run.record(b.error);
         break;
       }
     }
+  } catch (const std::runtime_error& e) {
+    run.record(e.what());
   } catch (const std::exception& e) {
     run.record(std::string("emulation failure: ") + e.what());
   }
-  t_block = nullptr;
+  t_emu.block = nullptr;
   if (smem != nullptr) ::operator delete (smem, std::align_val_t{128});
   StackPool::instance().release(b.free_stacks.data(), b.free_stacks.size());
 }
 
-// Runs a grid; body() runs the kernel for the current thread. Returns "" or an error message.
+// Runs a grid; body() runs the kernel for the current thread. Returns "" or an error message,
+// which names the emulation settings that reproduce it.
+inline std::string run_grid_with(const Options& opts, const DgEmuLaunch& cfg, void (*body)(void*),
+                                 void* body_arg);
+
 inline std::string run_grid(const DgEmuLaunch& cfg, void (*body)(void*), void* body_arg) {
-  if (t_block != nullptr) return "a kernel launch from inside an emulated kernel";
+  const Options opts = read_options();
+  if (!opts.error.empty()) return opts.error;
+  std::string error = run_grid_with(opts, cfg, body, body_arg);
+  if (!error.empty()) error += " [" + opts.describe() + "]";
+  return error;
+}
+
+inline std::string run_grid_with(const Options& opts, const DgEmuLaunch& cfg, void (*body)(void*),
+                                 void* body_arg) {
+  if (t_emu.block != nullptr) return "a kernel launch from inside an emulated kernel";
   if (cfg.grid_x == 0 || cfg.grid_y == 0 || cfg.grid_z == 0 || cfg.block_x == 0 ||
       cfg.block_y == 0 || cfg.block_z == 0)
     return "invalid launch: a grid or block dimension is 0";
@@ -217,11 +257,12 @@ inline std::string run_grid(const DgEmuLaunch& cfg, void (*body)(void*), void* b
   if (uint64_t{cfg.block_x} * cfg.block_y * cfg.block_z > 1024)
     return "invalid launch: more than 1024 threads per block";
   GridRun run;
+  run.opts = opts;
   run.cfg = &cfg;
   run.body = body;
   run.body_arg = body_arg;
   run.n_blocks = uint64_t{cfg.grid_x} * cfg.grid_y * cfg.grid_z;
-  unsigned n_workers = static_cast<unsigned>(std::min<uint64_t>(options().threads, run.n_blocks));
+  unsigned n_workers = static_cast<unsigned>(std::min<uint64_t>(opts.threads, run.n_blocks));
   std::vector<std::thread> helpers;
   try {
     for (unsigned i = 1; i < n_workers; ++i) helpers.emplace_back([&run] { run_worker(run); });

@@ -122,8 +122,14 @@ TEST(EmuTensorCore, Bf16ConversionInAKernel) {
   float* pz = z.data();
   unsigned* pp = packed.data();
   ASSERT_EQ(launch(tensor_core(), "bf16_convert", grid1d(1, 32), px, py, pz, pp, n), "");
+  // A NaN's payload is not asserted: the host gives 0x7FC0, a GPU's cvt.rn.bf16 0x7FFF (Note
+  // [bf16 rounding]); any bf16 NaN is right.
+  auto same_bf16 = [](unsigned got, float x) {
+    if (std::isnan(x)) return (got & 0x7f80u) == 0x7f80u && (got & 0x7fu) != 0;
+    return got == dg_float_to_bf16_bits_rne(x);
+  };
   for (long long i = 0; i < n; ++i) {
-    EXPECT_EQ(y[i].bits, dg_float_to_bf16_bits_rne(x[i])) << x[i];
+    EXPECT_TRUE(same_bf16(y[i].bits, x[i])) << x[i] << " -> 0x" << std::hex << y[i].bits;
     if (std::isnan(x[i])) {
       EXPECT_TRUE(std::isnan(z[i]));
     } else {
@@ -131,8 +137,8 @@ TEST(EmuTensorCore, Bf16ConversionInAKernel) {
     }
   }
   for (long long i = 0; i < n / 2; ++i) {
-    EXPECT_EQ(packed[i], dg_float_to_bf16_bits_rne(x[2 * i]) |
-                             unsigned{dg_float_to_bf16_bits_rne(x[2 * i + 1])} << 16);
+    EXPECT_TRUE(same_bf16(packed[i] & 0xffffu, x[2 * i])) << i;
+    EXPECT_TRUE(same_bf16(packed[i] >> 16, x[2 * i + 1])) << i;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/sha256.h"
@@ -77,5 +78,36 @@ std::string launch(const EmuModule& m, const std::string& kernel, const DgEmuLau
   void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
   return m.launch(kernel, cfg, ptrs);
 }
+
+// Sets environment variables (the DYNGEN_EMU_* modes, read at every launch) for a scope and
+// restores their previous values, or their absence, when destroyed.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old != nullptr, old != nullptr ? old : ""});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const Saved& s : saved_) {
+      if (s.was_set)
+        setenv(s.name.c_str(), s.value.c_str(), 1);
+      else
+        unsetenv(s.name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  struct Saved {
+    std::string name;
+    bool was_set;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
 
 }  // namespace dg::emu::testing
