@@ -1,4 +1,6 @@
 #include <map>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/transform.hpp>
 #include <tuple>
 
 #include "ir/text_format.h"
@@ -12,8 +14,9 @@ Graph eliminate_common_subexpressions(const Graph& g) {
   // Key: op, mapped operands and printed attributes (attribute printing is canonical).
   std::map<std::tuple<OpKind, std::vector<ValueId>, std::string>, ValueId> seen;
   for (const Node& node : g.nodes) {
-    std::vector<ValueId> inputs;
-    for (ValueId in : node.inputs) inputs.push_back(copier.map(in));
+    auto mapped = [&](ValueId in) { return copier.map(in); };
+    std::vector<ValueId> inputs =
+        node.inputs | ranges::views::transform(mapped) | ranges::to<std::vector>();
     std::string attrs;
     for (auto& [k, v] : node.attrs.entries()) attrs += k + "=" + print_attr_value(v) + ";";
     auto key = std::make_tuple(node.op, inputs, attrs);

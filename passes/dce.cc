@@ -1,3 +1,5 @@
+#include <range/v3/view/filter.hpp>
+
 #include "passes/graph_copier.h"
 #include "passes/passes.h"
 
@@ -12,8 +14,8 @@ Graph eliminate_dead_code(const Graph& g) {
     for (ValueId in : node.inputs) live[in] = true;
   }
   GraphCopier copier(g);
-  for (const Node& node : g.nodes)
-    if (live[node.output]) copier.copy_node(node);
+  auto is_live = [&](const Node& node) { return live[node.output]; };
+  for (const Node& node : g.nodes | ranges::views::filter(is_live)) copier.copy_node(node);
   return copier.finish();
 }
 

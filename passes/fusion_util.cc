@@ -1,6 +1,10 @@
 #include "passes/fusion_util.h"
 
 #include <algorithm>
+#include <range/v3/algorithm/contains.hpp>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/iota.hpp>
 #include <stdexcept>
 
 #include "passes/graph_copier.h"
@@ -106,14 +110,9 @@ Graph FusionAssignment::apply() const {
 }
 
 std::vector<int> users_of(const Graph& g, ValueId v) {
-  std::vector<int> out;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId in : g.nodes[i].inputs)
-      if (in == v) {
-        out.push_back(static_cast<int>(i));
-        break;
-      }
-  return out;
+  auto reads_v = [&](int i) { return ranges::contains(g.nodes[i].inputs, v); };
+  return ranges::views::iota(0, static_cast<int>(g.nodes.size())) | ranges::views::filter(reads_v) |
+         ranges::to<std::vector>();
 }
 
 bool is_elementwise(OpKind op) {

@@ -16,6 +16,8 @@
 // `permute(f32(g) * 2.0)`) are copied into the group and evaluated while the tiles load, so a
 // scaled gradient that another kernel also reads need not be stored for this one.
 #include <map>
+#include <range/v3/algorithm/max.hpp>
+#include <range/v3/view/transform.hpp>
 #include <set>
 
 #include "ir/fusion.h"
@@ -94,8 +96,8 @@ Graph split_weight_grads(const Graph& g) {
   }
   if (by_k.empty()) return g;
 
-  int64_t next_group = 1;
-  for (const Node& n : g.nodes) next_group = std::max(next_group, fusion_group(n) + 1);
+  // by_k is not empty, so neither is g.nodes. Ungrouped nodes have group 0.
+  int64_t next_group = ranges::max(g.nodes | ranges::views::transform(fusion_group)) + 1;
 
   GraphCopier copier(g);
   for (size_t i = 0; i < g.nodes.size(); ++i)  // everything the groups read comes first
