@@ -8,19 +8,14 @@
 // divides by zero is reported, never thrown out. Every failure is "line N: message". Each node's
 // declared type is checked against shape inference as soon as its line is read, and the finished
 // graph goes through verify_graph.
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/shape_infer.h"
-#include "ir/sym_node.h"
+#include "ir/text_cursor.h"
+#include "ir/text_expr_parser.h"
 #include "ir/text_format.h"
 #include "ir/verifier.h"
 
@@ -28,255 +23,13 @@ namespace dg {
 namespace {
 
 constexpr size_t kMaxTextBytes = size_t{64} << 20;
-constexpr int kMaxExprDepth = 64;
-constexpr int kMaxExprOps = 4096;     // operators in one expression
-constexpr size_t kMaxExprSize = 256;  // terms + factors of any intermediate canonical form
 constexpr size_t kMaxOperands = 4096;
 
-struct SyntaxError {
-  std::string msg;
-};
-[[noreturn]] void fail(std::string msg) { throw SyntaxError{std::move(msg)}; }
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-bool is_name_char(char c) { return is_ident_char(c) || c == '.' || c == '-'; }
-
-// A character cursor over one line; '#' starts a comment that runs to the end of the line.
-class Cursor {
- public:
-  explicit Cursor(std::string_view s) : s_(s) {}
-
-  void skip_ws() {
-    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t')) ++p_;
-    if (p_ < s_.size() && s_[p_] == '#') p_ = s_.size();
-  }
-  bool at_end() {
-    skip_ws();
-    return p_ == s_.size();
-  }
-  char peek() {
-    skip_ws();
-    return p_ < s_.size() ? s_[p_] : '\0';
-  }
-  char peek_raw() const { return p_ < s_.size() ? s_[p_] : '\0'; }
-  bool accept(char c) {
-    if (peek() != c || p_ >= s_.size()) return false;
-    ++p_;
-    return true;
-  }
-  void expect(char c, std::string_view context) {
-    if (!accept(c))
-      fail("expected '" + std::string(1, c) + "' " + std::string(context) + ", found " + found());
-  }
-  // The next token as a word of identifier characters (not consumed when it does not match).
-  std::string_view peek_ident() {
-    skip_ws();
-    if (p_ >= s_.size() || !is_ident_start(s_[p_])) return {};
-    size_t e = p_;
-    while (e < s_.size() && is_ident_char(s_[e])) ++e;
-    return s_.substr(p_, e - p_);
-  }
-  bool accept_word(std::string_view w) {
-    if (peek_ident() != w || w.empty()) return false;
-    p_ += w.size();
-    return true;
-  }
-  void expect_word(std::string_view w, std::string_view context) {
-    if (!accept_word(w))
-      fail("expected '" + std::string(w) + "' " + std::string(context) + ", found " + found());
-  }
-  std::string ident(std::string_view what) {
-    std::string_view w = peek_ident();
-    if (w.empty()) fail("expected " + std::string(what) + ", found " + found());
-    p_ += w.size();
-    return std::string(w);
-  }
-  // Letters, digits, '_', '.' and '-', right at the cursor.
-  std::string raw_name() {
-    size_t e = p_;
-    while (e < s_.size() && is_name_char(s_[e])) ++e;
-    std::string name(s_.substr(p_, e - p_));
-    p_ = e;
-    return name;
-  }
-  // Printable characters up to a space or '#', right at the cursor.
-  std::string raw_word() {
-    size_t e = p_;
-    while (e < s_.size() && static_cast<unsigned char>(s_[e]) > 0x20 && s_[e] != '#' &&
-           s_[e] != 0x7f)
-      ++e;
-    std::string word(s_.substr(p_, e - p_));
-    p_ = e;
-    return word;
-  }
-  // `%name`, where a name is letters, digits, '_', '.' and '-'.
-  std::string value_name(std::string_view what) {
-    if (peek() != '%') fail("expected " + std::string(what) + " (a %name), found " + found());
-    ++p_;
-    std::string name = raw_name();
-    if (name.empty()) fail("expected a value name after '%', found " + found());
-    return "%" + name;
-  }
-  // Decimal digits as a magnitude; `negate` allows 2^63 (INT64_MIN).
-  int64_t integer(bool negate) {
-    skip_ws();
-    if (!is_digit(peek_raw())) fail("expected an integer, found " + found());
-    uint64_t limit = negate ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1, v = 0;
-    size_t start = p_;
-    while (is_digit(peek_raw())) {
-      uint64_t d = static_cast<uint64_t>(s_[p_++] - '0');
-      if (v > (limit - d) / 10) {
-        while (is_digit(peek_raw())) ++p_;
-        fail("integer literal " + std::string(negate ? "-" : "") +
-             std::string(s_.substr(start, p_ - start)) + " is out of range");
-      }
-      v = v * 10 + d;
-    }
-    if (!negate) return static_cast<int64_t>(v);
-    return v == (uint64_t{1} << 63) ? Interval::kNegInf : -static_cast<int64_t>(v);
-  }
-  // A number token: integer, or float when it has '.', an exponent, or is inf / nan.
-  AttrValue number() {
-    skip_ws();
-    size_t start = p_;
-    bool neg = peek_raw() == '-';
-    if (neg) ++p_;
-    if (accept_word("inf")) return neg ? -HUGE_VAL : HUGE_VAL;
-    if (!neg && accept_word("nan")) return std::numeric_limits<double>::quiet_NaN();
-    size_t digits = p_;
-    while (is_digit(peek_raw())) ++p_;
-    bool is_float = false;
-    if (peek_raw() == '.') {
-      is_float = true;
-      ++p_;
-      while (is_digit(peek_raw())) ++p_;
-    }
-    if (p_ > digits && (peek_raw() == 'e' || peek_raw() == 'E')) {
-      is_float = true;
-      ++p_;
-      if (peek_raw() == '+' || peek_raw() == '-') ++p_;
-      if (!is_digit(peek_raw()))
-        fail("malformed number " + std::string(s_.substr(start, p_ - start)));
-      while (is_digit(peek_raw())) ++p_;
-    }
-    std::string tok(s_.substr(start, p_ - start));
-    if (p_ == digits || (is_float && !is_digit(s_[digits]))) fail("malformed number " + tok);
-    if (!is_float) {
-      p_ = digits;
-      return integer(neg);
-    }
-    errno = 0;
-    double d = std::strtod(tok.c_str(), nullptr);
-    if (errno == ERANGE && std::isinf(d)) fail("float literal " + tok + " is out of range");
-    return d;
-  }
-  std::string found() {
-    skip_ws();
-    if (p_ >= s_.size()) return "end of line";
-    unsigned char c = static_cast<unsigned char>(s_[p_]);
-    if (c >= 0x21 && c < 0x7f) {
-      size_t e = p_ + 1;
-      if (is_ident_char(s_[p_]))
-        while (e < s_.size() && is_ident_char(s_[e]) && e - p_ < 32) ++e;
-      return "'" + std::string(s_.substr(p_, e - p_)) + "'";
-    }
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "byte 0x%02x", c);
-    return buf;
-  }
-
- private:
-  std::string_view s_;
-  size_t p_ = 0;
-};
-
-using SymbolTable = std::map<std::string, SymExpr, std::less<>>;
-
-// Symbolic expressions: sum := term (('+' | '-') term)*, term := unary ('*' unary)*,
-// unary := '-' unary | integer | primary, primary := symbol | '(' sum ')' | fn '(' sum ',' sum ')'.
-// A '-' is pushed down to the first factor, so that negated literals may reach INT64_MIN.
-// Products of sums expand, so the size of every intermediate result is bounded.
-class ExprParser {
- public:
-  ExprParser(Cursor& c, const SymbolTable& syms) : c_(c), syms_(syms) {}
-
-  SymExpr sum(int depth) {
-    SymExpr r = term(depth, false);
-    for (;;) {
-      if (c_.accept('+'))
-        r = bounded(r + term(depth, false));
-      else if (c_.accept('-'))
-        r = bounded(r + term(depth, true));
-      else
-        return r;
-    }
-  }
-
- private:
-  void deeper(int depth) {
-    if (depth > kMaxExprDepth)
-      fail("expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels");
-  }
-  SymExpr bounded(SymExpr e) {
-    if (++ops_ > kMaxExprOps)
-      fail("expression has more than " + std::to_string(kMaxExprOps) + " operators");
-    const SymNode* n = e.node();
-    size_t size = 1;
-    for (auto& [coef, mono] : n->terms)
-      size += 1 + (mono->kind == SymKind::kProduct ? mono->factors.size() : 0);
-    size += n->factors.size();
-    if (size > kMaxExprSize)
-      fail("expression grows past " + std::to_string(kMaxExprSize) + " terms and factors");
-    return e;
-  }
-  SymExpr term(int depth, bool negate) {
-    SymExpr r = unary(depth, negate);
-    while (c_.accept('*')) r = bounded(r * unary(depth, false));
-    return r;
-  }
-  SymExpr unary(int depth, bool negate) {
-    if (c_.accept('-')) {
-      deeper(depth + 1);
-      return unary(depth + 1, !negate);
-    }
-    c_.skip_ws();
-    if (is_digit(c_.peek_raw())) return SymExpr(c_.integer(negate));
-    SymExpr p = primary(depth);
-    return negate ? -p : p;
-  }
-  SymExpr primary(int depth) {
-    if (c_.accept('(')) {
-      deeper(depth + 1);
-      SymExpr r = sum(depth + 1);
-      c_.expect(')', "to close '('");
-      return r;
-    }
-    std::string name = c_.ident("an expression");
-    if (c_.accept('(')) {
-      deeper(depth + 1);
-      using Fn = SymExpr (*)(const SymExpr&, const SymExpr&);
-      static const std::map<std::string, Fn, std::less<>> kFns = {
-          {"floordiv", floordiv}, {"mod", mod}, {"max", max}, {"min", min}};
-      auto fn = kFns.find(name);
-      if (fn == kFns.end()) fail("unknown function '" + name + "'");
-      SymExpr a = sum(depth + 1);
-      c_.expect(',', "between the arguments of " + name);
-      SymExpr b = sum(depth + 1);
-      c_.expect(')', "to close " + name + "(");
-      if ((fn->second == floordiv || fn->second == mod) && b == SymExpr(0)) fail(name + " by zero");
-      return bounded(fn->second(a, b));
-    }
-    auto it = syms_.find(name);
-    if (it == syms_.end()) fail("undeclared symbol '" + name + "' (declare it with a sym line)");
-    return it->second;
-  }
-
-  Cursor& c_;
-  const SymbolTable& syms_;
-  int ops_ = 0;
-};
+using text_parse::Cursor;
+using text_parse::fail;
+using text_parse::is_digit;
+using text_parse::SymbolTable;
+using text_parse::SyntaxError;
 
 bool reserved_symbol_name(std::string_view n) {
   return n == "floordiv" || n == "mod" || n == "max" || n == "min" || n == "inf" || n == "nan" ||
@@ -524,7 +277,7 @@ class GraphParser {
     return t;
   }
 
-  SymExpr expr(Cursor& c) { return ExprParser(c, syms_).sum(0); }
+  SymExpr expr(Cursor& c) { return text_parse::parse_expr(c, syms_); }
 
   // Reads the name of a value being defined; it must not be defined yet.
   std::string define(Cursor& c) {
