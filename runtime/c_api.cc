@@ -136,7 +136,8 @@ int dg_executable_info(const dg_executable* e, char key[65], int* cache_hit, int
 int dg_executable_describe(const dg_executable* e, char** json) {
   return guarded([&]() -> int {
     if (!e || !json) return fail(DG_ERR_INVALID_INPUT, "null argument");
-    *json = copy_string(dg::describe_executable_json(*e->exe, e->key, e->cache_hit));
+    dg::Json description = dg::describe_executable_json(*e->exe, e->key, e->cache_hit);
+    *json = copy_string(dg::json_text(description));
     return *json ? DG_OK : fail(DG_ERR_INTERNAL, "out of memory");
   });
 }

@@ -8,7 +8,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 packages=(cmake g++ make clang libclang-rt-14-dev flatbuffers-compiler libflatbuffers-dev
-          librange-v3-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+          librange-v3-dev nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
           python3-venv ccache)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,5 @@
 #include "frontends/cli/cache_command.h"
 
-
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -10,7 +9,7 @@
 #include "runtime/cache_admin.h"
 #include "runtime/cache_prune.h"
 #include "runtime/disk_cache.h"
-#include "runtime/json_escape.h"
+#include "runtime/json_text.h"
 
 namespace dg {
 namespace {
@@ -119,21 +118,14 @@ int stats(const std::string& dir, bool json, std::ostream& out, std::ostream& er
   const std::pair<const char*, const std::map<std::string, CacheUsage>*> groups[] = {
       {"by_arch", &b->by_arch}, {"by_compiler", &b->by_compiler}, {"by_version", &b->by_version}};
   if (json) {
-    out << "{\"command\":\"stats\",\"folder\":" << json_escape(s.dir)
-        << ",\"exists\":" << (s.exists ? "true" : "false") << ",\"entries\":" << s.entries
-        << ",\"bytes\":" << s.bytes << ",\"temp_files\":" << s.temp_files
-        << ",\"other_files\":" << s.other_files;
+    Json j = {{"command", "stats"},          {"folder", s.dir},  {"exists", s.exists},
+              {"entries", s.entries},        {"bytes", s.bytes}, {"temp_files", s.temp_files},
+              {"other_files", s.other_files}};
     for (const auto& [name, map] : groups) {
-      out << ",\"" << name << "\":{";
-      const char* sep = "";
-      for (const auto& [k, u] : *map) {
-        out << sep << json_escape(k) << ":{\"entries\":" << u.entries << ",\"bytes\":" << u.bytes
-            << "}";
-        sep = ",";
-      }
-      out << "}";
+      Json& group = j[name] = Json::object();
+      for (const auto& [k, u] : *map) group[k] = {{"entries", u.entries}, {"bytes", u.bytes}};
     }
-    out << "}\n";
+    out << json_text(j) << "\n";
   } else {
     out << "folder:      " << s.dir << (s.exists ? "" : " (does not exist)") << "\n"
         << "entries:     " << s.entries << "\n"
@@ -158,19 +150,15 @@ int verify(const std::string& dir, bool json, bool remove, std::ostream& out, st
   }
   const CacheVerifyReport& v = r.value();
   if (json) {
-    out << "{\"command\":\"verify\",\"folder\":" << json_escape(v.dir)
-        << ",\"exists\":" << (v.exists ? "true" : "false") << ",\"valid\":" << v.valid
-        << ",\"corrupt\":" << v.corrupt << ",\"removed\":" << v.removed
-        << ",\"temp_files\":" << v.temp_files << ",\"corrupt_entries\":[";
-    for (size_t i = 0; i < v.corrupt_entries.size(); ++i) {
-      out << (i ? "," : "") << "{\"file\":" << json_escape(v.corrupt_entries[i].file)
-          << ",\"reason\":" << json_escape(v.corrupt_entries[i].reason) << "}";
-    }
-    out << "],\"other_files\":[";
-    for (size_t i = 0; i < v.other_files.size(); ++i) {
-      out << (i ? "," : "") << json_escape(v.other_files[i]);
-    }
-    out << "]}\n";
+    Json corrupt = Json::array();
+    for (const CorruptEntry& c : v.corrupt_entries)
+      corrupt.push_back({{"file", c.file}, {"reason", c.reason}});
+    Json j = {{"command", "verify"},         {"folder", v.dir},
+              {"exists", v.exists},          {"valid", v.valid},
+              {"corrupt", v.corrupt},        {"removed", v.removed},
+              {"temp_files", v.temp_files},  {"corrupt_entries", std::move(corrupt)},
+              {"other_files", v.other_files}};
+    out << json_text(j) << "\n";
   } else {
     out << "folder:      " << v.dir << (v.exists ? "" : " (does not exist)") << "\n"
         << "valid:       " << v.valid << "\n"
@@ -193,9 +181,12 @@ int clear(const std::string& dir, bool json, std::ostream& out, std::ostream& er
   }
   const CacheClearReport& c = r.value();
   if (json) {
-    out << "{\"command\":\"clear\",\"folder\":" << json_escape(c.dir)
-        << ",\"removed\":" << c.removed << ",\"bytes\":" << c.bytes << ",\"failed\":" << c.failed
-        << "}\n";
+    Json j = {{"command", "clear"},
+              {"folder", c.dir},
+              {"removed", c.removed},
+              {"bytes", c.bytes},
+              {"failed", c.failed}};
+    out << json_text(j) << "\n";
   } else {
     out << "removed " << c.removed << " files (" << c.bytes << " bytes) from " << c.dir << "\n";
   }
@@ -215,10 +206,15 @@ int prune(const std::string& dir, const CachePruneOptions& options, bool json, s
   }
   const CachePruneReport& p = r.value();
   if (json) {
-    out << "{\"command\":\"prune\",\"folder\":" << json_escape(p.dir)
-        << ",\"exists\":" << (p.exists ? "true" : "false") << ",\"kept\":" << p.kept
-        << ",\"kept_bytes\":" << p.kept_bytes << ",\"removed\":" << p.removed
-        << ",\"removed_bytes\":" << p.removed_bytes << ",\"failed\":" << p.failed << "}\n";
+    Json j = {{"command", "prune"},
+              {"folder", p.dir},
+              {"exists", p.exists},
+              {"kept", p.kept},
+              {"kept_bytes", p.kept_bytes},
+              {"removed", p.removed},
+              {"removed_bytes", p.removed_bytes},
+              {"failed", p.failed}};
+    out << json_text(j) << "\n";
   } else {
     out << "kept " << p.kept << " entries (" << p.kept_bytes << " bytes), removed " << p.removed
         << " files (" << p.removed_bytes << " bytes) in " << p.dir << "\n";

@@ -11,7 +11,6 @@
 #include "runtime/compiler.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable_json.h"
-#include "runtime/json_escape.h"
 
 namespace dg {
 
@@ -47,17 +46,22 @@ bool expand_files(const std::vector<std::string>& args, std::vector<std::string>
   return true;
 }
 
+// The executable's description with the compile's NVRTC count and the graph's file.
+Json compile_json(const std::string& file, const CompileOutcome& o, int64_t compiles,
+                  const std::vector<KernelResources>* resources) {
+  Json j = describe_executable_json(*o.executable, o.key, static_cast<int>(o.cache_hit), resources);
+  j["nvrtc_compiles"] = compiles;
+  j["file"] = file;
+  return j;
+}
+
 // One FILE, one arch: the graph's kernels and key.
 void print_one(const std::string& file, const CompileOutcome& o, int64_t compiles, bool json,
                std::ostream& out) {
   const Executable& e = *o.executable;
   if (json) {
     bool device = e.target() != "host";
-    std::string j = describe_executable_json(e, o.key, static_cast<int>(o.cache_hit),
-                                             device ? &o.resources : nullptr);
-    j.insert(j.size() - 1, ", \"nvrtc_compiles\": " + std::to_string(compiles) +
-                               ", \"file\": " + json_escape(file));
-    out << j << "\n";
+    out << json_text(compile_json(file, o, compiles, device ? &o.resources : nullptr)) << "\n";
     return;
   }
   out << "graph:    " << file << "\n"
@@ -103,7 +107,7 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
 
   Summary sum;
   int exit_code = kExitOk;
-  std::string results;  // --json: one object per (file, arch)
+  Json results = Json::array();  // --json: one object per (file, arch)
   for (const std::string& file : files) {
     auto graph = load_or_report(file, err);
     if (!graph) {
@@ -132,11 +136,7 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
       sum.kernels += static_cast<int64_t>(e.plan().kernels.size());
       (compiled->cache_hit == CacheHit::kMiss ? sum.compiled : sum.cached) += 1;
       if (flags.json) {
-        std::string j = describe_executable_json(e, compiled->key,
-                                                 static_cast<int>(compiled->cache_hit));
-        j.insert(j.size() - 1, ", \"nvrtc_compiles\": " + std::to_string(compiles) +
-                                   ", \"file\": " + json_escape(file));
-        results += (results.empty() ? "" : ", ") + j;
+        results.push_back(compile_json(file, *compiled, compiles, nullptr));
       } else {
         out << file << "  " << e.target() << "  " << tier(compiled->cache_hit) << "  "
             << e.plan().kernels.size() << " kernels  key " << compiled->key.substr(0, 16) << "\n";
@@ -145,10 +145,10 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
   }
   if (!batch) return exit_code;
   if (flags.json) {
-    out << "{\"results\": [" << results << "], \"summary\": {\"graphs\": " << sum.graphs
-        << ", \"archs\": " << archs.size() << ", \"kernels\": " << sum.kernels
-        << ", \"compiled\": " << sum.compiled << ", \"already_cached\": " << sum.cached
-        << ", \"failed\": " << sum.failed << "}}\n";
+    Json summary = {{"graphs", sum.graphs},         {"archs", archs.size()},
+                    {"kernels", sum.kernels},       {"compiled", sum.compiled},
+                    {"already_cached", sum.cached}, {"failed", sum.failed}};
+    out << json_text({{"results", std::move(results)}, {"summary", std::move(summary)}}) << "\n";
   } else {
     out << "summary: " << sum.graphs << " graphs x " << archs.size() << " archs = "
         << sum.compiled + sum.cached << " binaries (" << sum.kernels << " kernels): compiled "

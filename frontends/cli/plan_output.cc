@@ -1,8 +1,10 @@
 #include "frontends/cli/plan_output.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
-#include "runtime/json_escape.h"
+#include "runtime/json_text.h"
 
 namespace dg {
 
@@ -31,14 +33,18 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 std::string num(double v) { return fmt("%.0f", v); }
-std::string sci(double v) { return fmt("%.6g", v); }
-std::string opt(const std::optional<double>& v) { return v ? sci(*v) : "null"; }
 
-std::string list(const std::vector<std::string>& items) {
-  std::string j = "[";
-  for (size_t i = 0; i < items.size(); ++i) j += (i ? ", " : "") + json_escape(items[i]);
-  return j + "]";
+// Note [Plan figures in JSON]
+// Counts (FLOPs, bytes, CTAs, waves) are JSON integers; the model's seconds and ratios are JSON
+// floats (0.0, never 0) rounded to six significant digits: they are estimates, and six digits
+// are what the report printed before the JSON library, so two plans compare as they did. A
+// count too large for an int64 stays a float.
+Json whole(double v) {
+  if (std::isfinite(v) && std::fabs(v) < 9e18) return static_cast<int64_t>(std::llround(v));
+  return v;
 }
+Json six_digits(double v) { return std::strtod(fmt("%.6g", v).c_str(), nullptr); }
+Json six_digits(const std::optional<double>& v) { return v ? six_digits(*v) : Json(nullptr); }
 
 std::vector<std::string> underfilled(const PlanReport& r) {
   std::vector<std::string> names;
@@ -120,89 +126,101 @@ void print_plan_text(const PlanReport& r, std::ostream& out) {
   out << "\n";
 }
 
+namespace {
+
+Json kernel_json(const KernelEstimate& e, const KernelModel& m) {
+  const KernelLaunch& kl = *e.kernel;
+  Json bounds = {{"tensor_seconds", six_digits(m.tensor_seconds)},
+                 {"simt_seconds", six_digits(m.simt_seconds)},
+                 {"memory_seconds", six_digits(m.memory_seconds)},
+                 {"issue_seconds", six_digits(m.issue_seconds)},
+                 {"latency_seconds", six_digits(m.latency_seconds)},
+                 {"launch_seconds", six_digits(m.launch_seconds)}};
+  return {{"name", kl.name},
+          {"summary", kl.summary},
+          {"launched", e.launched},
+          {"nodes", kl.nodes},
+          {"flops", whole(e.flops)},
+          {"tensor_flops", whole(e.tensor_flops)},
+          {"bytes", whole(e.bytes)},
+          {"intensity", six_digits(e.intensity())},
+          {"threads_per_cta", kl.block[0] * kl.block[1] * kl.block[2]},
+          {"registers", m.registers >= 0 ? Json(m.registers) : Json(nullptr)},
+          {"shared_bytes_per_cta", m.shared_bytes},
+          {"ctas", whole(m.ctas)},
+          {"ctas_per_sm", m.ctas_per_sm},
+          {"occupancy_limit", m.occupancy_limit},
+          {"waves", whole(m.waves)},
+          {"instructions_per_mma", six_digits(m.instructions_per_mma)},
+          {"main_loop_inner_loops",
+           m.instructions_per_mma ? Json(m.main_loop_inner_loops) : Json(nullptr)},
+          {"bounds", std::move(bounds)},
+          {"limiter", m.limiter},
+          {"underfills_gpu", m.underfills_gpu},
+          {"estimated_seconds", six_digits(m.estimated_seconds)},
+          {"roofline_seconds", six_digits(m.roofline_seconds)},
+          {"bound", e.memory_bound() ? "memory" : "compute"},
+          {"missing", m.missing}};
+}
+
+Json eager_json(const EagerEstimate& eager) {
+  return {{"kind", "eager"},
+          {"estimate", kEagerNote},
+          {"estimated_seconds", six_digits(eager.seconds)},
+          {"calls", eager.calls},
+          {"kernels", eager.kernels},
+          {"host_seconds", six_digits(eager.host_seconds)},
+          {"device_seconds", six_digits(eager.device_seconds)},
+          {"gemm_seconds", six_digits(eager.gemm_seconds)},
+          {"dispatch_seconds_per_call", six_digits(kEagerDispatchSeconds)}};
+}
+
+}  // namespace
+
 void print_plan_json(const PlanReport& r, std::ostream& out) {
   const CompileFlags& f = *r.flags;
   const GpuSpec& gpu = r.gpu;
   const PlanEstimate& p = r.roofline;
-  std::string j =
-      "{\"file\": " + json_escape(f.file) + ", \"estimate\": " + json_escape(kEstimateNote) +
-      ", \"gpu\": {\"name\": " + json_escape(gpu.name) +
-      ", \"tensor_flops_per_s\": " + num(gpu.tensor_flops) +
-      ", \"simt_flops_per_s\": " + num(gpu.simt_flops) +
-      ", \"bytes_per_s\": " + num(gpu.bytes_per_second) + ", \"sms\": " + std::to_string(gpu.sms) +
-      ", \"clock_hz\": " + num(gpu.clock_hz) + "}, \"model\": {\"arch\": " + json_escape(r.arch) +
-      ", \"cuobjdump\": " + (r.cuobjdump.empty() ? "null" : json_escape(r.cuobjdump)) +
-      ", \"sass\": " + (r.sass ? "true" : "false") +
-      ", \"launch_seconds\": " + sci(kLaunchSeconds) + ", \"missing\": " + list(r.missing) +
-      "}, \"bindings\": {";
-  bool first = true;
-  for (const auto& [k, v] : f.bindings) {
-    j += (first ? "" : ", ") + json_escape(k) + ": " + std::to_string(v);
-    first = false;
-  }
-  j += "}, \"disabled_passes\": [";
-  first = true;
-  for (const std::string& d : f.disabled_passes) {
-    j += (first ? "" : ", ") + json_escape(d);
-    first = false;
-  }
-  j += "], \"kernels\": [";
-  for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const KernelEstimate& e = p.kernels[k];
-    const KernelModel& m = r.models[k];
-    j += std::string(k ? ", " : "") + "{\"name\": " + json_escape(e.kernel->name) +
-         ", \"summary\": " + json_escape(e.kernel->summary) +
-         ", \"launched\": " + (e.launched ? "true" : "false") + ", \"nodes\": [";
-    for (size_t n = 0; n < e.kernel->nodes.size(); ++n)
-      j += (n ? ", " : "") + std::to_string(e.kernel->nodes[n]);
-    j += "], \"flops\": " + num(e.flops) + ", \"tensor_flops\": " + num(e.tensor_flops) +
-         ", \"bytes\": " + num(e.bytes) + ", \"intensity\": " + sci(e.intensity()) +
-         ", \"threads_per_cta\": " +
-         std::to_string(e.kernel->block[0] * e.kernel->block[1] * e.kernel->block[2]) +
-         ", \"registers\": " + (m.registers >= 0 ? std::to_string(m.registers) : "null") +
-         ", \"shared_bytes_per_cta\": " + num(static_cast<double>(m.shared_bytes)) +
-         ", \"ctas\": " + num(m.ctas) + ", \"ctas_per_sm\": " + std::to_string(m.ctas_per_sm) +
-         ", \"occupancy_limit\": " + json_escape(m.occupancy_limit) +
-         ", \"waves\": " + num(m.waves) +
-         ", \"instructions_per_mma\": " + opt(m.instructions_per_mma) +
-         ", \"main_loop_inner_loops\": " +
-         (m.instructions_per_mma ? std::to_string(m.main_loop_inner_loops) : "null") +
-         ", \"bounds\": {\"tensor_seconds\": " + sci(m.tensor_seconds) +
-         ", \"simt_seconds\": " + sci(m.simt_seconds) +
-         ", \"memory_seconds\": " + sci(m.memory_seconds) +
-         ", \"issue_seconds\": " + opt(m.issue_seconds) +
-         ", \"latency_seconds\": " + opt(m.latency_seconds) +
-         ", \"launch_seconds\": " + sci(m.launch_seconds) +
-         "}, \"limiter\": " + json_escape(m.limiter) +
-         ", \"underfills_gpu\": " + (m.underfills_gpu ? "true" : "false") +
-         ", \"estimated_seconds\": " + sci(m.estimated_seconds) +
-         ", \"roofline_seconds\": " + sci(m.roofline_seconds) +
-         ", \"bound\": " + json_escape(e.memory_bound() ? "memory" : "compute") +
-         ", \"missing\": " + list(m.missing) + "}";
-  }
-  j += "], \"total\": {\"launches\": " + std::to_string(p.launches) +
-       ", \"flops\": " + num(p.flops) + ", \"tensor_flops\": " + num(p.tensor_flops) +
-       ", \"bytes\": " + num(p.bytes) + ", \"intensity\": " + sci(p.intensity()) +
-       ", \"estimated_seconds\": " + sci(r.estimated_seconds) +
-       ", \"roofline_seconds\": " + sci(p.seconds) +
-       ", \"underfilled_kernels\": " + list(underfilled(r)) + "}";
+  Json j = {{"file", f.file},
+            {"estimate", kEstimateNote},
+            {"gpu",
+             {{"name", gpu.name},
+              {"tensor_flops_per_s", whole(gpu.tensor_flops)},
+              {"simt_flops_per_s", whole(gpu.simt_flops)},
+              {"bytes_per_s", whole(gpu.bytes_per_second)},
+              {"sms", gpu.sms},
+              {"clock_hz", whole(gpu.clock_hz)}}},
+            {"model",
+             {{"arch", r.arch},
+              {"cuobjdump", r.cuobjdump.empty() ? Json(nullptr) : Json(r.cuobjdump)},
+              {"sass", r.sass},
+              {"launch_seconds", six_digits(kLaunchSeconds)},
+              {"missing", r.missing}}},
+            {"bindings", Json::object()},
+            {"disabled_passes", f.disabled_passes}};
+  for (const auto& [k, v] : f.bindings) j["bindings"][k] = v;
+  Json& kernels = j["kernels"] = Json::array();
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    kernels.push_back(kernel_json(p.kernels[k], r.models[k]));
+  j["total"] = {{"launches", p.launches},
+                {"flops", whole(p.flops)},
+                {"tensor_flops", whole(p.tensor_flops)},
+                {"bytes", whole(p.bytes)},
+                {"intensity", six_digits(p.intensity())},
+                {"estimated_seconds", six_digits(r.estimated_seconds)},
+                {"roofline_seconds", six_digits(p.seconds)},
+                {"underfilled_kernels", underfilled(r)}};
   if (r.eager) {
-    j += ", \"baseline\": {\"kind\": \"eager\", \"estimate\": " + json_escape(kEagerNote) +
-         ", \"estimated_seconds\": " + sci(r.eager->seconds) +
-         ", \"calls\": " + std::to_string(r.eager->calls) +
-         ", \"kernels\": " + std::to_string(r.eager->kernels) +
-         ", \"host_seconds\": " + sci(r.eager->host_seconds) +
-         ", \"device_seconds\": " + sci(r.eager->device_seconds) +
-         ", \"gemm_seconds\": " + sci(r.eager->gemm_seconds) +
-         ", \"dispatch_seconds_per_call\": " + sci(kEagerDispatchSeconds) +
-         "}, \"ratio\": " + sci(r.estimated_seconds / r.eager->seconds);
+    j["baseline"] = eager_json(*r.eager);
+    j["ratio"] = six_digits(r.estimated_seconds / r.eager->seconds);
   }
-  j += ", \"workspace_bytes\": " + num(p.workspace_bytes);
-  if (r.per_value > 0)
-    j += ", \"workspace_bytes_per_token\": " +
-         sci(p.workspace_bytes / static_cast<double>(r.per_value)) +
-         ", \"per_token_symbol\": " + json_escape(r.per_symbol);
-  out << j << "}\n";
+  j["workspace_bytes"] = whole(p.workspace_bytes);
+  if (r.per_value > 0) {
+    j["workspace_bytes_per_token"] =
+        six_digits(p.workspace_bytes / static_cast<double>(r.per_value));
+    j["per_token_symbol"] = r.per_symbol;
+  }
+  out << json_text(j) << "\n";
 }
 
 }  // namespace dg

@@ -12,12 +12,14 @@
 #include <memory>
 #include <string>
 
+#include "cli_json.h"
 #include "cli_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
+using dg::testing::cli_json;
 using dg::testing::CliResult;
 using dg::testing::run_cli;
 
@@ -29,24 +31,25 @@ fs::path fresh_dir(const std::string& tag) {
   return d;
 }
 
-bool json_has(const std::string& json, const std::string& fragment) {
-  return json.find(fragment) != std::string::npos;
+bool has(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
 }
 
 TEST(CompileCli, SecondProcessHitsTheDiskCache) {
   fs::path dir = fresh_dir("hit");
   CliResult first = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(first.exit_code, 0) << first.out;
-  EXPECT_TRUE(json_has(first.out, "\"cache_hit\": false")) << first.out;
-  EXPECT_TRUE(json_has(first.out, "\"nvrtc_compiles\": 1")) << first.out;
+  nlohmann::json first_json = cli_json(first);
+  EXPECT_EQ(first_json.at("cache_hit"), false) << first.out;
+  EXPECT_EQ(first_json.at("nvrtc_compiles"), 1) << first.out;
   CliResult second = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(second.exit_code, 0) << second.out;
-  EXPECT_TRUE(json_has(second.out, "\"cache_hit\": true")) << second.out;
-  EXPECT_TRUE(json_has(second.out, "\"cache_tier\": \"disk\"")) << second.out;
-  EXPECT_TRUE(json_has(second.out, "\"nvrtc_compiles\": 0")) << second.out;
+  nlohmann::json second_json = cli_json(second);
+  EXPECT_EQ(second_json.at("cache_hit"), true) << second.out;
+  EXPECT_EQ(second_json.at("cache_tier"), "disk") << second.out;
+  EXPECT_EQ(second_json.at("nvrtc_compiles"), 0) << second.out;
   // Same key both times.
-  auto key = [](const std::string& j) { return j.substr(j.find("\"key\""), 75); };
-  EXPECT_EQ(key(first.out), key(second.out));
+  EXPECT_EQ(first_json.at("key"), second_json.at("key"));
   fs::remove_all(dir);
 }
 
@@ -95,7 +98,7 @@ TEST(CompileCli, CorruptedEntryIsDetectedAndRebuilt) {
   EXPECT_EQ(verify.exit_code, 4) << verify.out;
   CliResult again = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
-  EXPECT_TRUE(json_has(again.out, "\"nvrtc_compiles\": 1")) << again.out;
+  EXPECT_EQ(cli_json(again).at("nvrtc_compiles"), 1) << again.out;
   EXPECT_EQ(run_cli("cache verify --cache-dir " + dir.string()).exit_code, 0);
   fs::remove_all(dir);
 }
@@ -107,7 +110,7 @@ TEST(CompileCli, UnwritableCacheFolderStillCompiles) {
   std::ofstream(file) << "not a folder";
   CliResult r = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + (file / "cache").string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(json_has(r.out, "\"nvrtc_compiles\": 1")) << r.out;
+  EXPECT_EQ(cli_json(r).at("nvrtc_compiles"), 1) << r.out;
   fs::remove(file);
 }
 
@@ -115,7 +118,7 @@ TEST(CompileCli, RunChecksNumericsAgainstTheReference) {
   fs::path dir = fresh_dir("run");
   CliResult r = run_cli("run " + fixture() + " --bind s77=33 --cache-dir " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(json_has(r.out, "ok")) << r.out;
+  EXPECT_TRUE(has(r.out, "ok")) << r.out;
   CliResult unbound = run_cli("run " + fixture() + " --cache-dir " + dir.string());
   EXPECT_EQ(unbound.exit_code, 2) << unbound.out;
   fs::remove_all(dir);
@@ -164,7 +167,7 @@ TEST(CompileCli, BadInputsGetTheirExitCodes) {
                                      "%y: f64[4, 2] = index_add(%x, %i, %s) {dim = 0}\noutput %y\n";
   CliResult f64 = run_cli("compile " + (dir / "f64.dgir").string() + " --cache-dir " + dir.string());
   EXPECT_EQ(f64.exit_code, 3) << f64.out;
-  EXPECT_TRUE(json_has(f64.out, "index_add on f64")) << f64.out;
+  EXPECT_TRUE(has(f64.out, "index_add on f64")) << f64.out;
   // float16 compiles (it was refused before it had kernels).
   std::ofstream(dir / "f16.dgir") << "graph @g\nsym n in [0, inf] div 1\ninput %x: f16[n, 4]\n"
                                      "%y: f16[n, 4] = exp(%x)\noutput %y\n";

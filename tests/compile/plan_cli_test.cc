@@ -11,12 +11,15 @@
 #include <memory>
 #include <string>
 
+#include "cli_json.h"
 #include "cli_process.h"
 
 namespace {
 
+using dg::testing::cli_json;
 using dg::testing::CliResult;
 using dg::testing::run_cli;
+using Json = nlohmann::json;
 
 std::string two_gemms() { return std::string(DG_TESTS_DIR) + "/plan_two_gemms.dgir"; }
 std::string seed() { return std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir"; }
@@ -36,40 +39,50 @@ bool has(const std::string& text, const std::string& fragment) {
 TEST(PlanCli, TwoGemmsOnH200MatchHandCount) {
   CliResult r = run_plan("plan " + two_gemms() + " --bind s=512 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json j = cli_json(r);
+  const Json& k = j.at("kernels");
+  ASSERT_EQ(k.size(), 2u) << r.out;
   // k0: 2*512*32*64 FLOPs, 512*128 + 4096 + 512*64 bytes; k1: 2*512*16*32, 512*64 + 1024 + 512*32.
-  EXPECT_TRUE(has(r.out, "\"flops\": 2097152, \"tensor_flops\": 2097152, \"bytes\": 102400"))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "\"flops\": 524288, \"tensor_flops\": 524288, \"bytes\": 50176")) << r.out;
+  EXPECT_EQ(k[0].at("flops"), 2097152);
+  EXPECT_EQ(k[0].at("tensor_flops"), 2097152);
+  EXPECT_EQ(k[0].at("bytes"), 102400);
+  EXPECT_EQ(k[1].at("flops"), 524288);
+  EXPECT_EQ(k[1].at("tensor_flops"), 524288);
+  EXPECT_EQ(k[1].at("bytes"), 50176);
   // Both memory-bound on H200: (102400 + 50176) B / 4.8 TB/s.
-  EXPECT_TRUE(has(r.out,
-                  "\"total\": {\"launches\": 2, \"flops\": 2621440, \"tensor_flops\": "
-                  "2621440, \"bytes\": 152576"))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "\"roofline_seconds\": 3.17867e-08, ")) << r.out;
-  EXPECT_TRUE(has(r.out, "\"bound\": \"memory\"")) << r.out;
+  const Json& total = j.at("total");
+  EXPECT_EQ(total.at("launches"), 2);
+  EXPECT_EQ(total.at("flops"), 2621440);
+  EXPECT_EQ(total.at("tensor_flops"), 2621440);
+  EXPECT_EQ(total.at("bytes"), 152576);
+  EXPECT_DOUBLE_EQ(total.at("roofline_seconds").get<double>(), 3.17867e-08);
+  EXPECT_EQ(k[0].at("bound"), "memory");
+  EXPECT_EQ(k[1].at("bound"), "memory");
   // y: 512 * 32 * 2 bytes of workspace, 64 per token.
-  EXPECT_TRUE(has(r.out,
-                  "\"workspace_bytes\": 32768, \"workspace_bytes_per_token\": 64, "
-                  "\"per_token_symbol\": \"s\""))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "\"name\": \"H200\"")) << r.out;
-  EXPECT_TRUE(has(r.out, "ESTIMATE")) << r.out;
+  EXPECT_EQ(j.at("workspace_bytes"), 32768);
+  EXPECT_EQ(j.at("workspace_bytes_per_token"), 64);
+  EXPECT_EQ(j.at("per_token_symbol"), "s");
+  EXPECT_EQ(j.at("gpu").at("name"), "H200");
+  EXPECT_TRUE(has(j.at("estimate").get<std::string>(), "ESTIMATE")) << r.out;
 }
 
 TEST(PlanCli, A100UsesItsOwnPeaks) {
   CliResult r = run_plan("plan " + two_gemms() + " --bind s=512 --gpu a100 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   // (102400 + 50176) B / 2.0 TB/s; compute is well under that at 312 TFLOP/s.
-  EXPECT_TRUE(has(r.out, "\"roofline_seconds\": 7.6288e-08, ")) << r.out;
-  EXPECT_TRUE(has(r.out, "\"name\": \"A100\"")) << r.out;
+  Json j = cli_json(r);
+  EXPECT_DOUBLE_EQ(j.at("total").at("roofline_seconds").get<double>(), 7.6288e-08);
+  EXPECT_EQ(j.at("gpu").at("name"), "A100");
 }
 
 TEST(PlanCli, ZeroTokensLaunchNothing) {
   CliResult r = run_plan("plan " + two_gemms() + " --bind s=0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "\"total\": {\"launches\": 0, \"flops\": 0")) << r.out;
-  EXPECT_TRUE(has(r.out, "\"launched\": false")) << r.out;
-  EXPECT_FALSE(has(r.out, "\"launched\": true")) << r.out;
+  Json j = cli_json(r);
+  EXPECT_EQ(j.at("total").at("launches"), 0);
+  EXPECT_EQ(j.at("total").at("flops"), 0);
+  ASSERT_FALSE(j.at("kernels").empty());
+  for (const Json& k : j.at("kernels")) EXPECT_EQ(k.at("launched"), false) << r.out;
 }
 
 TEST(PlanCli, TextReportIsLabelledAsAnEstimate) {
@@ -84,17 +97,15 @@ TEST(PlanCli, TextReportIsLabelledAsAnEstimate) {
 TEST(PlanCli, SeedGraphPlans) {
   CliResult r = run_plan("plan " + seed() + " --bind s77=512 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "\"per_token_symbol\": \"s77\"")) << r.out;
+  Json j = cli_json(r);
+  EXPECT_EQ(j.at("per_token_symbol"), "s77");
   // The forward's contractions: 3 base GEMMs (2*512*2048*1024 each) and 6 LoRA ones in f32.
-  EXPECT_TRUE(has(r.out, "\"tensor_flops\": 6442450944, ")) << r.out;
+  EXPECT_EQ(j.at("total").at("tensor_flops"), 6442450944) << r.out;
 }
 
 // A number from the "total" object of plan --json.
-double total_field(const std::string& json, const std::string& field) {
-  size_t total = json.find("\"total\": {");
-  size_t at = json.find("\"" + field + "\": ", total);
-  if (total == std::string::npos || at == std::string::npos) return -1;
-  return std::stod(json.substr(at + field.size() + 4));
+double total_field(const CliResult& r, const std::string& field) {
+  return cli_json(r).at("total").at(field).get<double>();
 }
 
 TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
@@ -110,11 +121,11 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
     CliResult u = run_plan("plan " + file + " --bind s77=512 --json" + unfused);
     ASSERT_EQ(f.exit_code, 0) << f.out;
     ASSERT_EQ(u.exit_code, 0) << u.out;
-    EXPECT_LT(total_field(f.out, "launches"), total_field(u.out, "launches"));
-    EXPECT_LT(total_field(f.out, "bytes"), total_field(u.out, "bytes"));
-    EXPECT_LT(total_field(f.out, "estimated_seconds"), total_field(u.out, "estimated_seconds"));
+    EXPECT_LT(total_field(f, "launches"), total_field(u, "launches"));
+    EXPECT_LT(total_field(f, "bytes"), total_field(u, "bytes"));
+    EXPECT_LT(total_field(f, "estimated_seconds"), total_field(u, "estimated_seconds"));
     // The same contractions either way (the weight-gradient reduction counts no graph node).
-    EXPECT_EQ(total_field(f.out, "tensor_flops"), total_field(u.out, "tensor_flops"));
+    EXPECT_EQ(total_field(f, "tensor_flops"), total_field(u, "tensor_flops"));
   }
 }
 
@@ -127,12 +138,12 @@ TEST(PlanCli, GroupedRankRProductsSaveOneLaunch) {
       run_plan("plan " + file + " --bind s77=512 --json --disable-pass group_independent_gemms");
   ASSERT_EQ(grouped.exit_code, 0) << grouped.out;
   ASSERT_EQ(split.exit_code, 0) << split.out;
-  EXPECT_EQ(total_field(grouped.out, "launches"), 6) << grouped.out;
-  EXPECT_EQ(total_field(split.out, "launches"), 7) << split.out;
+  EXPECT_EQ(total_field(grouped, "launches"), 6) << grouped.out;
+  EXPECT_EQ(total_field(split, "launches"), 7) << split.out;
   EXPECT_TRUE(has(grouped.out, "grouped_fused_matmul")) << grouped.out;
   EXPECT_FALSE(has(split.out, "grouped_fused_matmul")) << split.out;
   for (const char* field : {"flops", "tensor_flops", "bytes"})
-    EXPECT_EQ(total_field(grouped.out, field), total_field(split.out, field)) << field;
+    EXPECT_EQ(total_field(grouped, field), total_field(split, field)) << field;
 }
 
 // compile --json: each kernel's symbolic FLOPs and bytes, totals, and ptxas's report, also when
@@ -146,16 +157,23 @@ TEST(PlanCli, CompileJsonShowsCostsAndPtxasReport) {
     SCOPED_TRACE(tier);
     CliResult r = run_cli("compile " + two_gemms() + " --arch sm_80 --json --cache-dir " + dir);
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_TRUE(has(r.out, std::string("\"cache_tier\": \"") + tier + "\"")) << r.out;
-    EXPECT_TRUE(has(r.out,
-                    "\"total_flops\": \"5120*s0\", \"total_tensor_flops\": \"5120*s0\", "
-                    "\"total_bytes\": \"288*s0 + 5120\""))
-        << r.out;
-    EXPECT_TRUE(has(r.out, "\"nodes\": [0], \"ops\": [\"linear\"], \"flops\": \"4096*s0\""))
-        << r.out;
-    EXPECT_TRUE(has(r.out, "\"ptxas\": {\"arch\": \"sm_80\", \"registers\": ")) << r.out;
-    EXPECT_TRUE(has(r.out, "\"spill_store_bytes\": 0, \"spill_load_bytes\": 0")) << r.out;
-    EXPECT_FALSE(has(r.out, "\"ptxas\": null")) << r.out;
+    Json j = cli_json(r);
+    EXPECT_EQ(j.at("cache_tier"), tier);
+    EXPECT_EQ(j.at("total_flops"), "5120*s0");
+    EXPECT_EQ(j.at("total_tensor_flops"), "5120*s0");
+    EXPECT_EQ(j.at("total_bytes"), "288*s0 + 5120");
+    const Json& k0 = j.at("kernels").at(0);
+    EXPECT_EQ(k0.at("nodes"), Json::array({0}));
+    EXPECT_EQ(k0.at("ops"), Json::array({"linear"}));
+    EXPECT_EQ(k0.at("flops"), "4096*s0");
+    for (const Json& k : j.at("kernels")) {
+      const Json& ptxas = k.at("ptxas");
+      ASSERT_TRUE(ptxas.is_object()) << r.out;
+      EXPECT_EQ(ptxas.at("arch"), "sm_80");
+      EXPECT_TRUE(ptxas.at("registers").is_number_integer());
+      EXPECT_EQ(ptxas.at("spill_store_bytes"), 0);
+      EXPECT_EQ(ptxas.at("spill_load_bytes"), 0);
+    }
   }
   std::filesystem::remove_all(dir);
 }

@@ -11,15 +11,15 @@
 #include <filesystem>
 #include <string>
 
+#include "cli_json.h"
 #include "cli_process.h"
-#include "json_value.h"
 
 namespace {
 
+using dg::testing::cli_json;
 using dg::testing::CliResult;
-using dg::testing::Json;
-using dg::testing::parse_json;
 using dg::testing::run_cli;
+using Json = nlohmann::json;
 
 std::string fixture(const std::string& name) {
   return std::string(DG_FIXTURES_DIR) + "/" + name + ".dgir";
@@ -44,54 +44,55 @@ CliResult plan(const std::string& args, const std::string& cuobjdump = "") {
 Json plan_json(const std::string& args, const std::string& cuobjdump = "") {
   CliResult r = plan(args + " --json", cuobjdump);
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  size_t brace = r.out.find('{');
-  if (brace == std::string::npos) throw std::runtime_error("no JSON in: " + r.out);
-  return parse_json(r.out.substr(brace));
+  return cli_json(r);
 }
+
+// The number at `key` of the object `j` (nlohmann::json::out_of_range when there is none).
+double num(const Json& j, const char* key) { return j.at(key).get<double>(); }
 
 bool has(const std::string& text, const std::string& fragment) {
   return text.find(fragment) != std::string::npos;
 }
 
 void expect_consistent(const Json& j) {
-  double sms = j["gpu"]["sms"].number;
+  double sms = num(j.at("gpu"), "sms");
   ASSERT_GT(sms, 0);
   double sum = 0;
-  bool sass = j["model"]["sass"].boolean;
-  for (const Json& k : j["kernels"].array) {
-    SCOPED_TRACE(k["name"].string);
+  bool sass = j.at("model").at("sass").get<bool>();
+  for (const Json& k : j.at("kernels")) {
+    SCOPED_TRACE(k.at("name").get<std::string>());
     for (const char* f : {"name", "flops", "ctas", "waves", "ctas_per_sm", "instructions_per_mma",
                           "estimated_seconds", "roofline_seconds", "bounds", "limiter"})
-      EXPECT_TRUE(k.has(f)) << f;
-    if (!k["launched"].boolean) continue;
-    double ctas = k["ctas"].number, per_sm = k["ctas_per_sm"].number;
+      EXPECT_TRUE(k.contains(f)) << f;
+    if (!k.at("launched").get<bool>()) continue;
+    double ctas = num(k, "ctas"), per_sm = num(k, "ctas_per_sm");
     ASSERT_GT(per_sm, 0);
-    EXPECT_EQ(k["waves"].number, std::ceil(ctas / (sms * per_sm)));
-    double est = k["estimated_seconds"].number, roof = k["roofline_seconds"].number;
+    EXPECT_EQ(num(k, "waves"), std::ceil(ctas / (sms * per_sm)));
+    double est = num(k, "estimated_seconds"), roof = num(k, "roofline_seconds");
     EXPECT_GE(est, roof);
-    const Json& b = k["bounds"];
+    const Json& b = k.at("bounds");
     // estimated = launch + the largest bound (printed to 6 digits).
     double top = std::max(
-        {b["tensor_seconds"].number + b["simt_seconds"].number, b["memory_seconds"].number, roof});
-    if (sass) top = std::max({top, b["issue_seconds"].number, b["latency_seconds"].number});
-    EXPECT_NEAR(est, b["launch_seconds"].number + top, 1e-5 * est);
+        {num(b, "tensor_seconds") + num(b, "simt_seconds"), num(b, "memory_seconds"), roof});
+    if (sass) top = std::max({top, num(b, "issue_seconds"), num(b, "latency_seconds")});
+    EXPECT_NEAR(est, num(b, "launch_seconds") + top, 1e-5 * est);
     // A compute-bound launch with fewer CTAs than SMs runs on ctas SMs only.
-    if (ctas < sms && k["bound"].string == "compute") {
-      EXPECT_GE((b["tensor_seconds"].number + b["simt_seconds"].number) * (1 + 1e-5),
+    if (ctas < sms && k.at("bound").get<std::string>() == "compute") {
+      EXPECT_GE((num(b, "tensor_seconds") + num(b, "simt_seconds")) * (1 + 1e-5),
                 roof * sms / ctas);
     }
-    EXPECT_EQ(k["underfills_gpu"].boolean, k["flops"].number > 50e6 && ctas < sms);
+    EXPECT_EQ(k.at("underfills_gpu").get<bool>(), num(k, "flops") > 50e6 && ctas < sms);
     if (sass) {
       // Tensor-core kernels have a main MMA loop, with at least one instruction per MMA.
-      EXPECT_EQ(k["instructions_per_mma"].is_null(), k["tensor_flops"].number == 0);
-      if (!k["instructions_per_mma"].is_null()) {
-        EXPECT_GE(k["instructions_per_mma"].number, 1);
+      EXPECT_EQ(k.at("instructions_per_mma").is_null(), num(k, "tensor_flops") == 0);
+      if (!k.at("instructions_per_mma").is_null()) {
+        EXPECT_GE(num(k, "instructions_per_mma"), 1);
       }
     }
     sum += est;
   }
-  EXPECT_NEAR(j["total"]["estimated_seconds"].number, sum, 1e-5 * sum);
-  EXPECT_GE(j["total"]["estimated_seconds"].number, j["total"]["roofline_seconds"].number);
+  EXPECT_NEAR(num(j.at("total"), "estimated_seconds"), sum, 1e-5 * sum);
+  EXPECT_GE(num(j.at("total"), "estimated_seconds"), num(j.at("total"), "roofline_seconds"));
 }
 
 TEST(PlanModel, ContractFieldsAgreeForTheSeedGraphs) {
@@ -99,13 +100,13 @@ TEST(PlanModel, ContractFieldsAgreeForTheSeedGraphs) {
     for (const char* s : {"512", "4096"}) {
       SCOPED_TRACE(std::string(graph) + " s77=" + s);
       Json j = plan_json(fixture(graph) + " --bind s77=" + s + " --gpu h200 --baseline eager");
-      EXPECT_EQ(j["model"]["arch"].string, "sm_90a");
-      EXPECT_TRUE(j["model"]["missing"].array.empty()) << "cuobjdump is expected in .venv";
+      EXPECT_EQ(j.at("model").at("arch").get<std::string>(), "sm_90a");
+      EXPECT_TRUE(j.at("model").at("missing").empty()) << "cuobjdump is expected in .venv";
       expect_consistent(j);
-      double total = j["total"]["estimated_seconds"].number;
-      double eager = j["baseline"]["estimated_seconds"].number;
+      double total = num(j.at("total"), "estimated_seconds");
+      double eager = num(j.at("baseline"), "estimated_seconds");
       EXPECT_GT(eager, 0);
-      EXPECT_NEAR(j["ratio"].number, total / eager, 1e-5 * j["ratio"].number);
+      EXPECT_NEAR(num(j, "ratio"), total / eager, 1e-5 * num(j, "ratio"));
     }
   }
 }
@@ -116,19 +117,19 @@ TEST(PlanModel, ContractFieldsAgreeForThePhiShapedGraphs) {
     SCOPED_TRACE(graph);
     Json j = plan_json(fixture(graph) + " --bind s77=64 --baseline eager");
     expect_consistent(j);
-    EXPECT_GT(j["ratio"].number, 0);
+    EXPECT_GT(num(j, "ratio"), 0);
   }
 }
 
 TEST(PlanModel, A100CompilesForSm80AndUsesItsSms) {
   Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu a100");
-  EXPECT_EQ(j["model"]["arch"].string, "sm_80");
-  EXPECT_EQ(j["gpu"]["sms"].number, 108);
-  EXPECT_FALSE(j.has("baseline"));
-  EXPECT_FALSE(j.has("ratio"));
+  EXPECT_EQ(j.at("model").at("arch").get<std::string>(), "sm_80");
+  EXPECT_EQ(num(j.at("gpu"), "sms"), 108);
+  EXPECT_FALSE(j.contains("baseline"));
+  EXPECT_FALSE(j.contains("ratio"));
   expect_consistent(j);
   Json k = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu h200 --arch sm_80");
-  EXPECT_EQ(k["model"]["arch"].string, "sm_80");
+  EXPECT_EQ(k.at("model").at("arch").get<std::string>(), "sm_80");
   expect_consistent(k);
 }
 
@@ -137,36 +138,36 @@ TEST(PlanModel, A100CompilesForSm80AndUsesItsSms) {
 // (43 calls, 37 kernels).
 TEST(PlanModel, EagerBaselineCountsTheUnfusedGraphsCalls) {
   Json f = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --baseline eager");
-  EXPECT_EQ(f["baseline"]["calls"].number, 23);
-  EXPECT_EQ(f["baseline"]["kernels"].number, 23);
+  EXPECT_EQ(num(f.at("baseline"), "calls"), 23);
+  EXPECT_EQ(num(f.at("baseline"), "kernels"), 23);
   Json b = plan_json(fixture("seed_expert_mlp_backward") + " --bind s77=512 --baseline eager");
-  EXPECT_EQ(b["baseline"]["calls"].number, 43);
-  EXPECT_EQ(b["baseline"]["kernels"].number, 37);
+  EXPECT_EQ(num(b.at("baseline"), "calls"), 43);
+  EXPECT_EQ(num(b.at("baseline"), "kernels"), 37);
   for (const Json* j : {&f, &b}) {
-    const Json& e = (*j)["baseline"];
+    const Json& e = j->at("baseline");
     // The host's dispatches are a floor; the device's work another.
-    EXPECT_GE(e["estimated_seconds"].number, e["host_seconds"].number);
-    EXPECT_GE(e["estimated_seconds"].number, e["device_seconds"].number * (1 - 1e-5));
-    EXPECT_NEAR(e["host_seconds"].number, e["calls"].number * e["dispatch_seconds_per_call"].number,
+    EXPECT_GE(num(e, "estimated_seconds"), num(e, "host_seconds"));
+    EXPECT_GE(num(e, "estimated_seconds"), num(e, "device_seconds") * (1 - 1e-5));
+    EXPECT_NEAR(num(e, "host_seconds"), num(e, "calls") * num(e, "dispatch_seconds_per_call"),
                 1e-9);
   }
   // More tokens never make eager faster.
   Json big = plan_json(fixture("seed_expert_mlp") + " --bind s77=4096 --baseline eager");
-  EXPECT_GT(big["baseline"]["device_seconds"].number, f["baseline"]["device_seconds"].number);
+  EXPECT_GT(num(big.at("baseline"), "device_seconds"), num(f.at("baseline"), "device_seconds"));
 }
 
 // A cuobjdump that fails: plan still reports, names what it could not fill, and leaves those fields
 // null instead of guessing them.
 TEST(PlanModel, WithoutSassTheFieldsItNeedsAreNamedAndNull) {
   Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512", "/bin/false");
-  EXPECT_FALSE(j["model"]["sass"].boolean);
-  ASSERT_FALSE(j["model"]["missing"].array.empty());
-  EXPECT_TRUE(has(j["model"]["missing"].array[0].string, "issue_seconds"));
-  for (const Json& k : j["kernels"].array) {
-    EXPECT_TRUE(k["instructions_per_mma"].is_null());
-    EXPECT_TRUE(k["bounds"]["issue_seconds"].is_null());
-    EXPECT_TRUE(k["bounds"]["latency_seconds"].is_null());
-    EXPECT_FALSE(k["missing"].array.empty());
+  EXPECT_FALSE(j.at("model").at("sass").get<bool>());
+  ASSERT_FALSE(j.at("model").at("missing").empty());
+  EXPECT_TRUE(has(j.at("model").at("missing")[0].get<std::string>(), "issue_seconds"));
+  for (const Json& k : j.at("kernels")) {
+    EXPECT_TRUE(k.at("instructions_per_mma").is_null());
+    EXPECT_TRUE(k.at("bounds").at("issue_seconds").is_null());
+    EXPECT_TRUE(k.at("bounds").at("latency_seconds").is_null());
+    EXPECT_FALSE(k.at("missing").empty());
   }
   expect_consistent(j);
   CliResult text = plan(fixture("seed_expert_mlp") + " --bind s77=512", "/bin/false");
