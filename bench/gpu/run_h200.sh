@@ -20,9 +20,9 @@
 # catalog case and the seed's forward and backward through CudaModule, run first.
 # The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package; its
 # wheel is among the carried ones (fetch_wheels.sh).
-# Without it the script tries a CMake build there (needs FlatBuffers and range-v3, which the
-# machine's image may lack; set DYNGEN_DEPS_PREFIX to a carried prefix that has them). If neither
-# works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
+# Without it the script tries a CMake build there (needs FlatBuffers, range-v3 and nlohmann-json,
+# which the machine's image may lack; set DYNGEN_DEPS_PREFIX to a carried prefix that has them).
+# If neither works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
 #
 # Phases and limits (seconds; override with the variables):
 #   setup      LIMIT_SETUP=60      venv + wheels + import check
