@@ -5,8 +5,9 @@
 # writes results/moe_peft/olmoe-tiny.{json,png}. Extra arguments go to the benchmark, e.g.
 #   bash scripts/demo.sh --compile all            (adds Inductor)
 #   bash scripts/demo.sh --model microsoft/Phi-3.5-MoE-instruct
-# On CPU, dyngen's kernels run under host emulation: its compile counts are the point there, its
-# step times are an emulator's.
+# On CPU, dyngen runs each compiled graph with its reference executor (ATen ops, one compile for
+# every size; Note [Executor choice]): its compile counts are the point there, not its step times.
+# `--dyngen-executor emulate` runs dyngen's generated CUDA kernels under host emulation instead.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"

@@ -40,8 +40,8 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 
 import dyngen  # noqa: E402
-from dyngen import _capi  # noqa: E402
-from dyngen.ir import GraphBuilder  # noqa: E402
+from dyngen.core import capi as _capi  # noqa: E402
+from dyngen.core.ir import GraphBuilder  # noqa: E402
 from dyngen.options import set_options  # noqa: E402
 
 SEED_GRAPH = REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir"
@@ -159,7 +159,7 @@ def main() -> None:
         sys.exit(f"host_overhead.py needs libdyngen.so (the C executor): {e}")
     path = Path(args.graph)
     if path.suffix == ".fb":
-        from dyngen._capi import core_print
+        from dyngen.core.capi import core_print
         text, _ = core_print(path.read_bytes())
     else:
         text = path.read_text()

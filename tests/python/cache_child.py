@@ -38,7 +38,7 @@ def run_model() -> dict:
 
 
 def run_dump(folder: str) -> dict:
-    from dyngen._capi import CapiExecutable
+    from dyngen.executors.native import CapiExecutable
 
     hits = {}
     for fb in sorted(Path(folder).glob("*.fb")):

@@ -1,4 +1,4 @@
-"""Note [Attention by composition] (lowering_attention.py): F.scaled_dot_product_attention on the
+"""Note [Attention by composition] (dyngen/fx/attention_ops.py): F.scaled_dot_product_attention on the
 CPU without a mask (the ATen graph's _scaled_dot_product_flash_attention_for_cpu and its
 backward), causal or not, with as many or fewer key heads than query heads, forward and backward
 for several symbolic lengths, without a fallback: in f32 against eager PyTorch, in bf16 against

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import dyngen
-from dyngen import runtime
-from dyngen.cache import check_archs, summary_line
+from dyngen.executors import runtime
+from dyngen.executors.cache import check_archs
+from dyngen.report import summary_line
 
 HERE = Path(__file__).resolve().parent
 GRAPH = """graph @tiny

@@ -12,10 +12,11 @@ import torch.nn.functional as F
 import dyngen
 import dyngen.aot
 from conftest import REPO
-from dyngen import _capi
-from dyngen._builder_api import lib as builder_lib
-from dyngen.ir import NEG_INF, GraphBuilder, SymList, floordiv, mod, sym_max, sym_min
-from dyngen.ops import DType
+from dyngen.core import capi as _capi
+from dyngen.core.builder_api import lib as builder_lib
+from dyngen.core.ir import NEG_INF, GraphBuilder, SymList, floordiv, mod, sym_max, sym_min
+from dyngen.core.ops import DType
+from dyngen.executors.native import CapiExecutable
 from dyngen.options import options, set_options
 from helpers import Routed, build_expert, moe_tail, routed_inputs
 
@@ -146,9 +147,9 @@ def test_malformed_bytes_are_a_clear_error():
         with pytest.raises(dyngen.InvalidGraph, match=re.escape(msg)):
             _capi.core_print(data)
     with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load: .*truncated"):
-        _capi.CapiExecutable(good[:-9])
+        CapiExecutable(good[:-9])
     with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load_text"):
-        _capi.CapiExecutable("graph @x\noutput %7\n")
+        CapiExecutable("graph @x\noutput %7\n")
     with pytest.raises(TypeError):
         _capi.load_graph(42)
 

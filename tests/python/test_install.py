@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent("""
-    import json, os, torch, dyngen, dyngen.thunderfx, dyngen._capi as capi
+    import json, os, torch, dyngen, dyngen.thunderfx, dyngen.core.capi as capi
 
     class Tiny(torch.nn.Module):
         def __init__(self):

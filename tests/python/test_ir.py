@@ -1,4 +1,4 @@
-"""The frontend's IR is the core's (Note [One IR] in dyngen/ir.py): graphs are built through the C
+"""The frontend's IR is the core's (Note [One IR] in dyngen/core/ir.py): graphs are built through the C
 API, which types every node and canonicalizes every symbolic expression; these tests check what
 the frontend relies on from it (dtype codes, typing results and errors, expression handles)."""
 import re
@@ -6,9 +6,9 @@ import re
 import pytest
 
 from conftest import REPO
-from dyngen.ir import (POS_INF, GraphBuilder, IRTypeError, SymList, ceildiv, floordiv, mod,
+from dyngen.core.ir import (POS_INF, GraphBuilder, IRTypeError, SymList, ceildiv, floordiv, mod,
                        provably_ge, sym_max, sym_min)
-from dyngen.ops import DType
+from dyngen.core.ops import DType
 
 
 def test_dtypes_match_dtype_h():

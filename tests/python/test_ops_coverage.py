@@ -163,7 +163,7 @@ def test_float16_end_to_end(fresh):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_layer_norm_and_its_backward(fresh, dtype):
     """native_layer_norm and its backward decompose (Note [Decompositions]) into catalog ops and
-    var_mean, which lowering_nn.py computes in f32 for bf16 as PyTorch does."""
+    var_mean, which fx/nn_ops.py computes in f32 for bf16 as PyTorch does."""
     ln = torch.nn.LayerNorm(12).to(dtype)
     with torch.no_grad():
         ln.weight.uniform_(0.5, 1.5)

@@ -1,4 +1,4 @@
-"""The selection ops MoE routers use (lowering_select.py): gather, scatter with a value and with a
+"""The selection ops MoE routers use (dyngen/fx/select_ops.py): gather, scatter with a value and with a
 tensor, scatter_add, max along a dim and topk, forward and backward through AOTAutograd for
 several symbolic sizes, against eager PyTorch: no fallback, nothing compiled after warm-up."""
 import pytest

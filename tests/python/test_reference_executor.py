@@ -1,4 +1,4 @@
-"""The reference executor (reference.py) against eager PyTorch: the node list GraphBuilder records,
+"""The reference executor (executors/reference.py) against eager PyTorch: the node list GraphBuilder records,
 interpreted with ATen ops and checked against the core's types. Every test here forces
 DYNGEN_EXECUTOR=reference and fails if anything is compiled for the C executor, so these are the
 tests of the reference executor whatever the environment asks for (scripts/test.sh runs the rest
@@ -11,10 +11,10 @@ import torch
 import dyngen
 import dyngen.aot
 import test_ops_coverage as cov
-from dyngen import reference, runtime
+from dyngen.executors import reference, runtime
 from dyngen.errors import LaunchError
-from dyngen.ir import GraphBuilder, SymList
-from dyngen.ops import DType
+from dyngen.core.ir import GraphBuilder, SymList
+from dyngen.core.ops import DType
 from dyngen.options import options, set_options
 from helpers import Routed, build_expert, routed_inputs
 

@@ -11,12 +11,13 @@ import torch
 import dyngen
 import dyngen.thunderfx
 from conftest import REPO
-from dyngen import _builder_api, _capi, runtime
-from dyngen.ir import GraphBuilder
-from dyngen.ops import DType
+from dyngen import counters
+from dyngen.core import builder_api as _builder_api, capi as _capi
+from dyngen.core.ir import GraphBuilder
+from dyngen.core.ops import DType
+from dyngen.executors import runtime
 from dyngen.options import options, set_options
 
-STATS_MODULE = importlib.import_module("dyngen.stats")  # dyngen.stats is the function
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
 
 
@@ -32,7 +33,7 @@ def test_executor_choice_is_recorded(monkeypatch):
     Before any graph is compiled, stats()["executor"] names what CPU tensors would run on."""
     kind = dyngen.executor_kind()
     assert kind == runtime.plan_for(None)[0]
-    monkeypatch.setattr(STATS_MODULE, "_executors", [])
+    monkeypatch.setattr(counters, "_executors", [])
     assert dyngen.stats()["executor"] == runtime.executor_name(*runtime.plan_for(None))
 
 
@@ -43,7 +44,7 @@ def test_stats_executor_names_what_the_graphs_run_on(opts, monkeypatch):
     assert runtime.executor_name("reference", None) == "reference"
     assert runtime.executor_name("capi", "host") == "emulate"
     assert [runtime.executor_name("capi", t) for t in ("cuda:1", "sm_90a")] == ["cuda", "cuda"]
-    monkeypatch.setattr(STATS_MODULE, "_executors", [])
+    monkeypatch.setattr(counters, "_executors", [])
     opts(executor="", target="", driver_double=False)  # CPU tensors: the reference executor
     b = GraphBuilder("exp.test")
     x = b.input(DType.F32, [b.symbol("s0")])
@@ -160,7 +161,7 @@ def test_strict_fallback_raises_with_the_op_name(fresh, opts):
 
 
 def test_record_fallback_warns_once_per_graph_and_reason(opts):
-    from dyngen.stats import record_fallback
+    from dyngen.counters import record_fallback
     opts(strict=False)
     with pytest.warns(dyngen.FallbackWarning) as warned:
         for _ in range(3):

@@ -3,7 +3,7 @@ the op (the partitioner's question); and it agrees with a whole-graph export."""
 import torch
 
 import dyngen
-from dyngen.export import unsupported_reason
+from dyngen.fx.export import unsupported_reason
 from test_export import capture
 
 

@@ -4,17 +4,31 @@
     model = dyngen.thunderfx.compile(model)   # ThunderFX, with dynamic graphs going to dyngen
     dyngen.stats()                            # what was compiled, cached, or ran eagerly
 
-Modules: export (FX -> IR), ir (graphs built through the core's C API: Note [One IR]), runtime (the
-executor seam), aot (AOTAutograd), thunderfx (the ThunderFX backend), stats.
-`dyngen.thunderfx` imports Thunder, so it is loaded on first use.
+The package follows the data path, top to bottom; a module imports only from layers below it
+(.importlinter at the repository root holds the contract, and the test suite checks it):
+
+    thunderfx           the ThunderFX backend: static graphs to Thunder, dynamic ones down here
+    aot                 AOTAutograd: dyngen compiles the forward and the backward
+    partition           graphs with ops dyngen cannot take, compiled in regions around them
+    report              dyngen.stats() / reset_stats(): the counters, the C library's, the cache's
+    compiled            an exported graph bound to an executable, called with FX arguments
+    fx | executors      fx: FX graph -> IR (export.py, the lowering registry, one module per op
+                        family); executors: IR -> something that runs (the C executor, the
+                        reference executor, the kernel cache); the two never import each other
+    core                the C API binding: library, graph handles, the IR builder, element types
+    counters            what happened, counted (fallbacks warned once, or raised when strict)
+    options | errors    the environment read once; the exceptions
+
+`dyngen.thunderfx` and `dyngen.aot` import Thunder and AOTAutograd, so they load on first use.
 """
+from .compiled import CompiledGraph, compile_graph
 from .errors import (ExportError, FallbackError, FallbackWarning, InvalidGraph, LaunchError,
                      LibraryNotFound, Unsupported)
-from .export import Exported, export
-from .compiled import CompiledGraph, compile_graph
-from .runtime import Executable, compile_ir, compile_text, executor_kind
-from .stats import reset_stats, stats
-from .cache import cache_dir  # also registers DYNGEN_CACHE_SUMMARY's report at exit
+from .executors.cache import cache_dir
+from .executors.executable import Executable
+from .executors.runtime import compile_ir, compile_text, executor_kind
+from .fx.export import Exported, export
+from .report import reset_stats, stats  # also registers DYNGEN_CACHE_SUMMARY's report at exit
 
 __all__ = ["Unsupported", "ExportError", "FallbackError", "FallbackWarning", "InvalidGraph",
            "LaunchError", "LibraryNotFound", "Exported", "export", "CompiledGraph", "compile_graph",

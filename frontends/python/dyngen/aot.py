@@ -3,7 +3,7 @@
 Note [Decompositions]
 AOTAutograd is run with a small table: ops that have a decomposition into catalog ops and no
 catalog op of their own (softmax and its backward, tanh/threshold backward, rsub, layer norm and
-its backward, whose var_mean is lowered in lowering_nn.py, masked_fill as where). silu_backward
+its backward, whose var_mean is lowered in fx/nn_ops.py, masked_fill as where). silu_backward
 and sigmoid_backward stay whole (they are catalog ops). Ops without either still trace; export
 names them in Unsupported, and the graph is compiled in parts around them (Note [Partial graphs]).
 """
@@ -17,12 +17,11 @@ from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
-from .errors import FallbackError
-from .stats import bump, count_where, record_fallback
 from .compiled import compile_graph
-from .errors import Unsupported
-from .partition import compile_partial
+from .counters import bump, count_where, record_fallback
+from .errors import FallbackError, Unsupported
 from .options import log
+from .partition import compile_partial
 
 aten = torch.ops.aten
 

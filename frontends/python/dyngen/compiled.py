@@ -4,9 +4,9 @@ from __future__ import annotations
 import torch
 from torch.utils import _pytree as pytree
 
-from . import runtime
-from .stats import bump, dump
-from .export import Exported, export
+from .counters import bump, dump
+from .executors import runtime
+from .fx.export import Exported, export
 from .options import log, options
 
 

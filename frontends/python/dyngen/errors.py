@@ -18,7 +18,7 @@ class LaunchError(RuntimeError):
 
 
 class LibraryNotFound(RuntimeError):
-    """libdyngen.so could not be loaded (see dyngen._capi.library_path)."""
+    """libdyngen.so could not be loaded (see dyngen.core.capi.library_candidates)."""
 
 
 class InvalidGraph(ValueError):

@@ -8,7 +8,7 @@ path leaves and re-enters through an ATen op), each region becomes a sub-GraphMo
 dyngen with symbolic shapes, and the rest stays in the outer GraphModule as ATen ops that PyTorch
 runs. Every piece works for every size, so the graph still compiles once.
 
-A region's IR inputs must bind its symbols (Note [Export outputs] in export.py: a symbol is bound
+A region's IR inputs must bind its symbols (Note [Export outputs] in fx/export.py: a symbol is bound
 where it is a whole input dim or a sym input). When a region sees a symbol only inside compound
 dims (2*s0) or not at all in its inputs, the outer graph passes that symbol in as an extra SymInt
 argument, read from where the symbol is defined (a placeholder's dim, or the node that makes an
@@ -23,8 +23,11 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .export import meta_val, unsupported_reason
-from .random_draws import hoist_random_draws
+from .compiled import compile_graph
+from .fx.export import unsupported_reason
+from .fx.lowering import op_key
+from .fx.random_draws import hoist_random_draws
+from .fx.values import meta_val
 
 aten = torch.ops.aten
 
@@ -82,7 +85,6 @@ def node_reason(node: torch.fx.Node) -> str | None:
 
 
 def op_name(node: torch.fx.Node) -> str:
-    from .lowering import op_key
 
     return op_key(node)[1]
 
@@ -113,7 +115,6 @@ def _calls(gm) -> list:
 def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     """Note [Partial graphs]. Returns the outer GraphModule (regions replaced by dyngen's
     executables) and the op counts; a region that does not compile stays as ATen ops."""
-    from .compiled import compile_graph
 
     sources = symbol_sources(gm)
     n_calls = len(_calls(gm))

@@ -30,7 +30,7 @@ A static graph that Thunder cannot split or compile (its splitter raises at comp
 trace raises at the first call, or its first call returns outputs whose shapes or dtypes differ
 from Dynamo's) is compiled by dyngen instead, through AOTAutograd as a dynamic graph is (static
 sizes are a special case of symbolic ones), with a warning naming Thunder's failure. Only when
-dyngen fails too does it run eagerly, with a recorded fallback (stats.record_fallback); either way
+dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback); either way
 the training step goes on.
 """
 from __future__ import annotations
@@ -41,10 +41,10 @@ from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 
 from .aot import compile_dynamic
 from .errors import FallbackError
-from .cache import check_archs
-from .export import meta_val
+from .executors.cache import check_archs
+from .fx.values import meta_val
 from .options import log
-from .stats import (bump, count_thunder_cache_misses, count_where, record_fallback,
+from .counters import (bump, count_thunder_cache_misses, count_where, record_fallback,
                     register_thunder_compiler)
 
 
@@ -75,7 +75,7 @@ class DyngenCompiler(ThunderCompiler):
     """A `torch.compile` backend: dynamic graphs -> dyngen (AOTAutograd), static -> Thunder."""
 
     def __init__(self, **thunder_options):
-        # Note [Prebuilding for other GPUs] (cache.py); None: DYNGEN_PREBUILD_ARCHS.
+        # Note [Prebuilding for other GPUs] (executors/cache.py); None: DYNGEN_PREBUILD_ARCHS.
         archs = thunder_options.pop("prebuild_archs", None)
         self.prebuild_archs = None if archs is None else check_archs(archs)
         self._user_transforms = thunder_options.pop("transforms", None)

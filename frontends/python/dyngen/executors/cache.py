@@ -11,13 +11,11 @@ warning, and `stats()["cache"]["prebuild_failed"]`); it never fails the graph it
 """
 from __future__ import annotations
 
-import atexit
 import os
-import sys
 
-from .options import log, options, parse_archs
-from .stats import bump
-
+from ..counters import bump
+from ..options import log, parse_archs
+from .native import CapiExecutable
 
 
 def cache_dir() -> str:
@@ -46,8 +44,6 @@ def prebuild(fb: "bytes | str", name: str, archs) -> None:
     into the cache."""
     if not archs:
         return
-    from ._capi import CapiExecutable
-
     for arch in archs:
         try:
             exe = CapiExecutable(fb, target=arch)
@@ -72,31 +68,3 @@ def cache_report(d: dict) -> dict:
             "prebuild_compiled": d.get("prebuild_compiled", 0),
             "prebuild_cached": d.get("prebuild_cached", 0),
             "prebuild_failed": d.get("prebuild_failed", 0)}
-
-
-def summary_line() -> str:
-    """The one line DYNGEN_CACHE_SUMMARY=1 prints at exit."""
-    from .stats import stats
-
-    s = stats()
-    c = s["cache"]
-    if s["executor"] == "reference":
-        return f"dyngen cache: {s['executor']} executor, no kernel cache used"
-    rate = "n/a" if c["hit_rate"] is None else f"{100 * c['hit_rate']:.0f}%"
-    line = (f"dyngen cache: {c['from_cache']} kernel binaries from the cache ({c['from_disk']} "
-            f"disk, {c['from_memory']} memory), {c['compiled']} compiled, hit rate {rate}")
-    if c["prebuild_compiled"] or c["prebuild_cached"] or c["prebuild_failed"]:
-        line += (f"; prebuilt {c['prebuild_compiled']} compiled, {c['prebuild_cached']} cached, "
-                 f"{c['prebuild_failed']} failed")
-    return line + f" [{c['folder']}]"
-
-
-def _print_summary() -> None:
-    try:
-        print(summary_line(), file=sys.stderr, flush=True)
-    except Exception as e:  # noqa: BLE001 - exit must not fail over a report
-        print(f"dyngen cache: no summary ({type(e).__name__}: {e})", file=sys.stderr)
-
-
-if options().cache_summary:
-    atexit.register(_print_summary)

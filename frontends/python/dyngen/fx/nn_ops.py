@@ -1,6 +1,6 @@
 """FX -> IR handlers for the nn-level ops: gelu's tanh form and both gelu gradients, clamp,
 constant_pad_nd, cumsum, flip, arange, logical ops, nll_loss forward and backward. Registered into
-lowering.HANDLERS.
+registry.HANDLERS.
 
 Each is one IR op where the IR has one (gelu_tanh, gelu_backward, gelu_tanh_backward, cumsum,
 gather, scatter) and a composition of IR ops otherwise; Note [Export checks every node against
@@ -8,9 +8,11 @@ PyTorch] checks every result's type either way.
 """
 from __future__ import annotations
 
-from .errors import Unsupported
-from .ir import SymList, provably_ge
-from .ops import DType
+from ..errors import Unsupported
+from ..core.ir import SymList, provably_ge
+from ..core.ops import DType
+from .registry import HANDLERS, register
+from .values import Ref
 
 
 def _float_operand(c, x):
@@ -252,8 +254,7 @@ def var_mean(c, x, dim=None, *, correction=None, keepdim=False):
 
 def split_with_sizes(c, x, split_sizes, dim=0):
     """Consecutive slices of `dim`, whose sizes may be symbolic."""
-    from .lowering import HANDLERS as all_handlers
-    take = all_handlers["slice"]
+    take = HANDLERS["slice"]
     start, outs = c.ex.sym(0), []
     for size in split_sizes:
         end = start + c.ex.sym(size)
@@ -295,7 +296,7 @@ def linalg_vector_norm(c, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return c.cast(out, t.dtype)
 
 
-HANDLERS = {
+_TABLE = {
     "var_mean": var_mean, "split_with_sizes": split_with_sizes, "sgn": sgn, "sign": sgn,
     "linalg_vector_norm": linalg_vector_norm,
     "arange": arange, "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
@@ -308,3 +309,4 @@ HANDLERS = {
     "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
 }
 RESULT_TYPED = {"cumsum", "arange"}  # their dtype= keyword is read from the result's FakeTensor
+register(_TABLE)

@@ -1,5 +1,5 @@
 """FX -> IR handlers for the selection ops that MoE routers use: gather, scatter (value and src),
-scatter_add, max/min along a dim, topk. Registered into lowering.HANDLERS.
+scatter_add, max/min along a dim, topk. Registered into registry.HANDLERS.
 
 gather and scatter are catalog ops; the others are compositions of catalog ops, so they compile
 once for every size like the rest of the graph.
@@ -14,11 +14,12 @@ rows holding -inf or the dtype's lowest value still give k distinct indices).
 """
 from __future__ import annotations
 
-from .errors import Unsupported
-from .ir import SymExpr, SymList, provably_ge
-from .export import Ref
-from .lowering_nn import _iota, logical_and, logical_not, logical_or, numel
-from .ops import DType
+from ..errors import Unsupported
+from ..core.ir import SymExpr, SymList, provably_ge
+from .values import Ref
+from .nn_ops import _iota, logical_and, logical_not, logical_or, numel
+from ..core.ops import DType
+from .registry import register
 
 TOPK_MAX_K = 16  # k picks unroll into k reductions: beyond this a sort would be the right tool
 
@@ -177,7 +178,7 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
     return c.op("cat", values, {"dim": d}), c.op("cat", indices, {"dim": d})
 
 
-HANDLERS = {"gather": gather, "scatter": scatter, "scatter_add": scatter_add, "max": max_,
+_TABLE = {"gather": gather, "scatter": scatter, "scatter_add": scatter_add, "max": max_,
             "topk": topk}
 
 
@@ -208,4 +209,5 @@ def embedding_dense_backward(c, grad, indices, num_weights, padding_idx, scale_g
     return c.op("index_add", [zeros, idx, rows], {"dim": 0})
 
 
-HANDLERS.update({"embedding": embedding, "embedding_dense_backward": embedding_dense_backward})
+_TABLE.update({"embedding": embedding, "embedding_dense_backward": embedding_dense_backward})
+register(_TABLE)

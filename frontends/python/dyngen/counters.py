@@ -1,8 +1,8 @@
 """Counters: what dyngen compiled, what it took from a cache, what ran eagerly and why.
 
-`dyngen.stats()` merges the frontend's counters with the C library's (dg_get_stats) when the C
-executor is in use, and sums Thunder's cache misses over every Thunder-compiled graph of every
-live ThunderFX backend, so one dict tells whether anything recompiled.
+A leaf of the package (it imports only errors and options): every layer counts here, and
+report.py turns the counters into `dyngen.stats()`, adding the C library's own counters and
+Thunder's cache misses.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class _Counters:
     dynamic_graphs: int = 0       # Dynamo graphs with symbolic shapes given to dyngen
     static_graphs: int = 0        # Dynamo graphs with static shapes given to Thunder
     backend_calls: int = 0        # every Dynamo graph the backend saw (= Dynamo compiles)
-    prebuild_compiled: int = 0    # binaries compiled for DYNGEN_PREBUILD_ARCHS (cache.py)
+    prebuild_compiled: int = 0    # binaries compiled for DYNGEN_PREBUILD_ARCHS (executors/cache.py)
     prebuild_cached: int = 0      # ... found already in the cache
     prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
@@ -126,36 +126,22 @@ def count_thunder_cache_misses(tc) -> int:
     return total
 
 
-def stats() -> dict:
-    from . import runtime
-
+def snapshot() -> tuple[dict, str]:
+    """(a copy of the counters, the executors joined with "+") for report.stats()."""
     with _lock:
         d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
              for k, v in _c.__dict__.items()}
-        used = "+".join(sorted(_executors))
-    runtime.executor_kind()  # loads the library first: a process may use the C API directly
-    capi = runtime.capi_stats()
-    if capi is not None:  # the reference executor's compiles are counted here, the C ones there
-        for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
-            d[k] += capi[k]
-        d["launches"] = capi["launches"]
-    d["executor"] = used or runtime.executor_name(*runtime.plan_for(None))
-    d["thunder_cache_misses"] = thunder_cache_misses()
-    from .cache import cache_report
-    d["cache"] = cache_report(d)
-    return d
+        return d, "+".join(sorted(_executors))
 
 
-def reset_stats() -> None:
-    """Zeroes every counter (Thunder's own cache counters belong to its compiled functions)."""
+def reset() -> None:
+    """Zeroes every counter and records each live ThunderFX backend's Thunder misses so far, so
+    that thunder_cache_misses() reports what comes after."""
     global _c
-    from . import runtime
-
     for tc in list(_thunder_compilers.keys()):
         _thunder_compilers[tc] = count_thunder_cache_misses(tc)
     with _lock:
         _c = _Counters()
-    runtime.reset_capi_stats()
 
 
 def dump_stem(name: str, text: str) -> str:

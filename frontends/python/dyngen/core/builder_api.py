@@ -1,9 +1,11 @@
 """ctypes signatures of the graph builder section of runtime/dyngen.h (One IR); bound onto the
-library _capi.load() returns, once."""
+library capi.load() returns, once."""
 from __future__ import annotations
 
 import ctypes
 import threading
+
+from . import capi
 
 _P = ctypes.c_void_p
 _I32 = ctypes.c_int32
@@ -52,10 +54,9 @@ def lib():
     global _bound
     if _bound is not None:
         return _bound
-    from . import _capi
     with _lock:
         if _bound is None:
-            lib = _capi.load()
+            lib = capi.load()
             for name, (res, args) in _SIGNATURES.items():
                 fn = getattr(lib, name)
                 fn.restype, fn.argtypes = res, args

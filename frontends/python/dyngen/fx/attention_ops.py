@@ -1,6 +1,6 @@
 """FX -> IR handlers for CPU's attention kernel, `_scaled_dot_product_flash_attention_for_cpu`
 and its backward: what `F.scaled_dot_product_attention` without a mask becomes in an ATen graph
-on the CPU. Registered into lowering.HANDLERS.
+on the CPU. Registered into registry.HANDLERS.
 
 Note [Attention by composition]
 Both are written with catalog ops (batched matmul, amax, exp, sum), in f32 whatever the input
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-from .errors import Unsupported
-from .ir import SymList
-from .lowering_nn import _iota
-from .ops import DType
+from ..errors import Unsupported
+from .nn_ops import _iota
+from ..core.ops import DType
+from .registry import register
 
 F32 = DType.F32
 
@@ -124,5 +124,6 @@ def flash_attention_cpu_backward(c, grad_out, q, k, v, out, logsumexp, dropout_p
             h.ungrouped(c, dv, h.hkv, h.s, c.type(v).dtype))
 
 
-HANDLERS = {"_scaled_dot_product_flash_attention_for_cpu": flash_attention_cpu,
+_TABLE = {"_scaled_dot_product_flash_attention_for_cpu": flash_attention_cpu,
             "_scaled_dot_product_flash_attention_for_cpu_backward": flash_attention_cpu_backward}
+register(_TABLE)

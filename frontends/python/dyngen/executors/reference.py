@@ -1,7 +1,7 @@
 """The reference executor: runs a built graph op by op with ATen ops (Note [Executor choice]).
 
 It interprets the node list GraphBuilder recorded while it forwarded each op to the core (there is
-no text parser in Python: Note [One IR] in ir.py). It binds the symbols from the inputs like
+no text parser in Python: Note [One IR] in core/ir.py). It binds the symbols from the inputs like
 dg_prepare, evaluates every node with the ATen op of the same semantics, and checks each result's
 shape and dtype against the type the core inferred for the node, evaluated by the core at the
 bound symbols. An op it has no evaluation for, or a result that disagrees with the core's type, is
@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .errors import LaunchError
-from .ir import Graph, Node
-from .ops import DType
-from .runtime import Executable
+from ..errors import LaunchError
+from ..core.ir import Graph, Node
+from ..core.ops import DType
+from .executable import Executable
 
 
 def _ints(exprs, bind) -> list[int]:

@@ -1,6 +1,6 @@
 """The element types: their codes in ir/dtype.h and graph.fbs, and the torch dtype of each (the
 binding between torch and the C API, like dg_tensor's dtype field). The op catalog lives in
-ir/ops.def only (Note [One IR] in ir.py). tests/python/test_ir.py checks the codes against
+ir/ops.def only (Note [One IR] in core/ir.py). tests/python/test_ir.py checks the codes against
 ir/dtype.h."""
 from __future__ import annotations
 

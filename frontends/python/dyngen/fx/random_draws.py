@@ -30,7 +30,7 @@ import sympy
 import torch
 import torch.fx
 
-from .export import meta_val
+from .values import meta_val
 
 aten = torch.ops.aten
 

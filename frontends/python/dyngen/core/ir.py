@@ -9,8 +9,8 @@ core canonicalized (arithmetic, bounds, proofs and printing are C calls), so two
 graph are equal exactly when the core's canonical forms are. `Graph.text` and `Graph.fb` are the
 core's printer and graph.fb writer. Python keeps only what it needs to call a graph: each input's
 type and the symbols, as handles, and the list of nodes as they were forwarded (op name, input
-ids, attributes, output id) for the reference executor (reference.py), which reads every result's
-type from the core.
+ids, attributes, output id) for the reference executor (executors/reference.py), which reads
+every result's type from the core.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import functools
 from dataclasses import dataclass
 from typing import Union
 
+from . import capi
+from .builder_api import lib as _builder_lib
 from .ops import DType
 
 NEG_INF = -(2**63)
@@ -38,8 +40,7 @@ AttrValue = Union[int, float, DType, tuple, SymList]
 
 
 def _api():
-    from ._builder_api import lib
-    return lib()
+    return _builder_lib()
 
 
 def _last_error(lib) -> str:
@@ -397,8 +398,7 @@ class GraphBuilder:
     def from_text(text: str) -> "GraphBuilder":
         """A builder holding a graph given in the text form, parsed and typed by the core (its
         symbols, inputs and their types readable as for a graph built here)."""
-        from . import _capi
-        handle = _capi.load_graph(text)
+        handle = capi.load_graph(text)
         try:
             gb = GraphBuilder.__new__(GraphBuilder)
             gb.b = _Builder("", graph_handle=handle)

@@ -14,7 +14,7 @@ import operator
 
 import torch
 
-from .errors import Unsupported
+from ..errors import Unsupported
 
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
             "gt": operator.gt, "ge": operator.ge}
@@ -38,7 +38,7 @@ class SymBool:
 
     def materialize(self, c):
         """A rank-0 bool tensor with this value (Note [SymBool values])."""
-        from .ops import DType
+        from ..core.ops import DType
         if self.op == "not":
             return c.op("eq", [self.lhs.materialize(c), c.const(False)])
         if self.op in ("and", "or"):
@@ -86,13 +86,13 @@ def lower_symbool(ex, n: torch.fx.Node, key: str, target: str, val):
 
 
 def _is_int(a) -> bool:
-    from .ir import SymExpr
+    from ..core.ir import SymExpr
     return isinstance(a, SymExpr) or (isinstance(a, int) and not isinstance(a, bool))
 
 
 def _fold(b: SymBool):
     """A comparison both sides of which are constants is a Python bool."""
-    from .ir import SymExpr
+    from ..core.ir import SymExpr
     a = b.lhs.as_const() if isinstance(b.lhs, SymExpr) else b.lhs
     c = b.rhs.as_const() if isinstance(b.rhs, SymExpr) else b.rhs
     if a is not None and c is not None:

@@ -2,8 +2,8 @@
 
 Note [Executor choice]
 Two implementations of one interface:
-  "capi"       libdyngen.so through ctypes (_capi.py): the C core verifies, compiles (NVRTC or the
-               host compiler), caches in memory and on disk, and launches.
+  "capi"       libdyngen.so through ctypes (native.py over core/capi.py): the C core verifies,
+               compiles (NVRTC or the host compiler), caches in memory and on disk, and launches.
   "reference"  a PyTorch interpreter of a built graph (reference.py): the node list GraphBuilder
                recorded as it forwarded each op to the core, run with ATen ops one by one and
                checked against the types the core inferred; no code generation, still one compile
@@ -16,7 +16,7 @@ The executor follows the tensors (the device of the graph's example inputs):
                 do; DYNGEN_TEST_DRIVER_DOUBLE=1 (tests) sends them down the GPU path through the
                 driver double.
 DYNGEN_EXECUTOR=reference forces the reference executor everywhere; DYNGEN_TARGET forces a target.
-Graphs are built through libdyngen.so (Note [One IR] in ir.py), so both executors need it: a
+Graphs are built through libdyngen.so (Note [One IR] in core/ir.py), so both executors need it: a
 missing library is reported (LibraryNotFound) when the first graph is built. A graph given as IR
 text (compile_text) is parsed by the core and has no Python node list: it runs on the C executor
 (host emulation for CPU tensors), and DYNGEN_EXECUTOR=reference refuses it.
@@ -28,34 +28,20 @@ shapes.
 """
 from __future__ import annotations
 
-import abc
 import hashlib
 import os
 import threading
 
 import torch
 
-from .errors import LaunchError
-from .ir import Graph
-from .options import log, options
-from .stats import bump, dump_stem, note_executor
-
-
-class Executable(abc.ABC):
-    """One compiled graph. Inputs are in IR input order: contiguous tensors, and Python ints for
-    `input %n: sym ...` values; outputs are new contiguous tensors in IR output order."""
-
-    kind: str = ""
-    key: str = ""
-
-    @abc.abstractmethod
-    def prepare(self, inputs: list) -> list[tuple[tuple[int, ...], torch.dtype]]:
-        """Binds the symbols from the inputs (checking them) and returns each output's
-        (shape, dtype)."""
-
-    @abc.abstractmethod
-    def run(self, inputs: list) -> list[torch.Tensor]:
-        """Computes the outputs (allocated with torch on the inputs' device)."""
+from ..core import capi
+from ..core.ir import Graph
+from ..counters import bump, dump_stem, note_executor
+from ..options import log, options
+from .cache import prebuild
+from .executable import Executable
+from .native import CapiExecutable
+from .reference import ReferenceExecutable
 
 
 _kind: str | None = None
@@ -94,8 +80,7 @@ def executor_kind() -> str:
         if options().executor not in ("", "reference", "emulate", "capi"):
             raise ValueError(f"DYNGEN_EXECUTOR={options().executor!r}: expected 'reference' or "
                              "'emulate' (Note [Executor choice])")
-        from . import _capi
-        _capi.load()  # raises LibraryNotFound: graphs are built through it (Note [One IR])
+        capi.load()  # raises LibraryNotFound: graphs are built through it (Note [One IR])
         _kind = plan_for(None)[0]
     return _kind
 
@@ -125,7 +110,6 @@ def compile_ir(graph: Graph, name: str = "graph", *, device=None,
             bump("cache_hits_memory")
             log.info("%s: memory cache hit (key %s)", name, key[:12])
             return exe
-    from .reference import ReferenceExecutable
     exe = ReferenceExecutable(graph, key)
     with _lock:
         _memory[key] = exe
@@ -136,7 +120,6 @@ def compile_ir(graph: Graph, name: str = "graph", *, device=None,
 def _prebuild(graph: Graph, name: str, prebuild_archs) -> None:
     archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if archs:
-        from .cache import prebuild
         prebuild(graph.fb, name, archs)
 
 
@@ -155,16 +138,14 @@ def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=Non
     exe = _compile_capi(text, name, text, target, device)
     archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if archs:
-        from .cache import prebuild
         prebuild(text, name, archs)
     return exe
 
 
 def _compile_capi(source: "bytes | str", name: str, text: str, target: str,
                   device) -> Executable:
-    from ._capi import CapiExecutable
     emit_dir = None
-    if options().dump_dir:  # the core's files for this graph, next to stats.dump's
+    if options().dump_dir:  # the core's files for this graph, next to counters.dump's
         emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
     emulation = None
     if options().driver_double and target == "cuda:0" and (device is None or
@@ -184,11 +165,9 @@ def capi_stats() -> dict | None:
     use, CUDA tensors and graphs given as text run on the C executor."""
     if _kind is None:
         return None
-    from . import _capi
-    return _capi.get_stats()
+    return capi.get_stats()
 
 
 def reset_capi_stats() -> None:
     if _kind is not None:
-        from . import _capi
-        _capi.reset_stats()
+        capi.reset_stats()

@@ -6,7 +6,7 @@ expression becomes an IR SymExpr, with the sympy symbols renamed s0, s1, ... in 
 appearance among the inputs and their facts taken from the ShapeEnv (Dynamo: [2, inf]).
 
 Note [Export checks every node against PyTorch]
-Each IR node is typed by the core as it is built (Note [One IR] in ir.py). The exporter compares
+Each IR node is typed by the core as it is built (Note [One IR] in core/ir.py). The exporter compares
 that type to the node's FakeTensor (dtype and every dim) and raises ExportError on any difference,
 so an IR graph that exports is one whose typing agrees with PyTorch's, op by op.
 
@@ -26,18 +26,13 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from .errors import ExportError, Unsupported
-from .ir import (NEG_INF, POS_INF, Graph, GraphBuilder, IRTypeError, SymExpr, TensorType,
-                 ceildiv, floordiv, mod, sym_max, sym_min)
-from .lowering_sym import SymBool
-from .ops import DType
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A tensor value of the IR graph being built (distinct from Python ints in FX arguments)."""
-
-    vid: int
+from ..core.ir import (NEG_INF, POS_INF, Graph, GraphBuilder, SymExpr,
+                       TensorType, ceildiv, floordiv, mod, sym_max, sym_min)
+from ..core.ops import DType
+from ..errors import ExportError, Unsupported
+from .lowering import lower_node
+from .sym_ops import SymBool
+from .values import Ref, dtype_of, meta_val
 
 
 @dataclass
@@ -71,7 +66,7 @@ class Exported:
 
     @property
     def fb(self) -> bytes:
-        """graph.fb bytes, written by the core (Note [One IR] in ir.py)."""
+        """graph.fb bytes, written by the core (Note [One IR] in core/ir.py)."""
         return self.graph.fb
 
     @functools.cached_property
@@ -99,21 +94,6 @@ def unsupported_reason(node: torch.fx.Node) -> str | None:
     except Exception as e:  # noqa: BLE001 - anything unexpected is a reason not to take it
         return f"op {node.target}: {type(e).__name__}: {e}"
     return None
-
-
-# ---- helpers shared with lowering.py ------------------------------------------------------------
-
-def meta_val(node: torch.fx.Node):
-    if "val" in node.meta:
-        return node.meta["val"]
-    return node.meta.get("example_value")
-
-
-def dtype_of(torch_dtype: torch.dtype, what: str) -> DType:
-    d = DType.from_torch(torch_dtype)
-    if d is None:
-        raise Unsupported(f"dtype {torch_dtype} ({what})")
-    return d
 
 
 class _Exporter:
@@ -212,7 +192,6 @@ class _Exporter:
     # -- the walk -------------------------------------------------------------------------------
 
     def run(self) -> Exported:
-        from .lowering import lower_node
 
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         vals = []
@@ -258,7 +237,6 @@ class _Exporter:
     def probe(self, node: torch.fx.Node) -> None:
         """Lowers `node` alone (unsupported_reason): its operands become inputs of a scratch
         graph; raises Unsupported or ExportError where the real export would."""
-        from .lowering import lower_node
 
         if node.op in ("placeholder", "get_attr", "output"):
             v = meta_val(node)
@@ -294,7 +272,7 @@ class _Exporter:
 
     def _check_bindable(self) -> None:
         """Every symbol must be a whole input dim or a sym input somewhere: that is where a call
-        binds it (Graph.bind_symbols in ir.py, dg_prepare in the core)."""
+        binds it (Graph.bind_symbols in core/ir.py, dg_prepare in the core)."""
         g = self.b
         whole = set()
         for vid in g.inputs:
@@ -386,7 +364,3 @@ def _same_shape(a: tuple, b: tuple, symbols: list) -> bool:
             if x.evaluate(bind) != y.evaluate(bind):
                 return False
     return True
-
-
-def type_error(n: torch.fx.Node, e: IRTypeError) -> ExportError:
-    return ExportError(f"node {n.name} ({n.target}): {e}")
