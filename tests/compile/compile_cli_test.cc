@@ -124,6 +124,18 @@ TEST(CompileCli, RunChecksNumericsAgainstTheReference) {
   fs::remove_all(dir);
 }
 
+// The seed backward's grad_x is one K-concatenated GEMM that rounds once where the graph rounded
+// each product: right at the tensor's scale, not element by element (Note [Tolerance at the
+// tensor's scale]). `dyngen run` reported a mismatch here before it compared at that scale.
+TEST(CompileCli, RunAcceptsTheFusedBackwardsRounding) {
+  fs::path dir = fresh_dir("run_bwd");
+  std::string graph = std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp_backward.dgir";
+  CliResult r = run_cli("run " + graph + " --bind s77=2 --cache-dir " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(json_has(r.out, "MISMATCH")) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
   fs::path dir = fresh_dir("emit");
   CliResult r = run_cli("compile " + fixture() + " --arch sm_80 --emit " + (dir / "out").string() +
