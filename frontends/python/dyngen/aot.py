@@ -23,6 +23,7 @@ from .compiled import compile_graph
 from .errors import Unsupported
 from .partition import compile_partial
 from .options import log
+from .views import with_true_views
 
 aten = torch.ops.aten
 
@@ -65,7 +66,7 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, repor
         log.debug("ATen graph for %s:\n%s", name, gm.code)
     if report is not None:
         report(part)
-    return make_boxed_func(fn)
+    return make_boxed_func(with_true_views(gm, fn))  # Note [Outputs that are views]
 
 
 def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:
