@@ -39,6 +39,7 @@ import torch
 from torch.utils import _pytree as pytree
 from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 
+from . import graph_check
 from .aot import compile_dynamic
 from .errors import FallbackError
 from .cache import check_archs
@@ -92,8 +93,10 @@ class DyngenCompiler(ThunderCompiler):
         name = f"graph{len(self.graphs)}"
         bump("backend_calls")
         if is_dynamic(sample_args, gm):
-            return self._dyngen(gm, sample_args, name)
-        return self._thunder(gm, sample_args, name, **compile_options)
+            fn = self._dyngen(gm, sample_args, name)
+        else:
+            fn = self._thunder(gm, sample_args, name, **compile_options)
+        return graph_check.wrap(name, gm, fn)  # Note [Checking graphs against eager]
 
     def _dyngen(self, gm, sample_args, name):
         bump("dynamic_graphs")
