@@ -70,5 +70,5 @@ def test_graph_check_flags_a_wrong_graph(fresh):
         bad = [r for r in graph_check.report() if r["bad"]]
         assert bad and bad[0]["fwd_rel"] > 0.1, graph_check.report()
     finally:
-        graph_check.enable(0)
+        graph_check.enable(None)
         graph_check.reset()
