@@ -74,9 +74,13 @@ def _tensors(out) -> list:
 
 
 def _run(fn, args):
+    """(the leaves gradients are taken for, the outputs): a graph may update an input in place
+    (DBRX's qkv.clamp_), which autograd allows on the caller's non-leaf tensor and not on a leaf,
+    so the function gets a clone of each leaf that requires grad."""
     xs = [_copy(a) for a in args]
     with torch.enable_grad():
-        out = _tensors(fn(*xs))
+        out = _tensors(fn(*[x.clone() if isinstance(x, torch.Tensor) and x.requires_grad else x
+                            for x in xs]))
     return xs, out
 
 
@@ -101,10 +105,16 @@ def check(name: str, gm, fn, args) -> dict:
             g = torch.Generator().manual_seed(0)
             cot = [torch.randn(e.shape, generator=g, dtype=torch.float32).to(e.dtype)
                    for _, e in pairs]
-            gc = torch.autograd.grad([c for c, _ in pairs], [xs_c[i] for i in wrt], cot,
-                                     allow_unused=True)
-            ge = torch.autograd.grad([e for _, e in pairs], [xs_e[i] for i in wrt], cot,
-                                     allow_unused=True)
+            try:
+                gc = torch.autograd.grad([c for c, _ in pairs], [xs_c[i] for i in wrt], cot,
+                                         allow_unused=True)
+                ge = torch.autograd.grad([e for _, e in pairs], [xs_e[i] for i in wrt], cot,
+                                         allow_unused=True)
+            except RuntimeError as e:  # a graph the copies cannot replay: said, not fatal
+                r["grad_error"] = f"{type(e).__name__}: {e}"[:300]
+                log.warning("dyngen graph check: %s: gradients not compared: %s", name,
+                            r["grad_error"])
+                gc = ge = ()
             for i, a, b in zip(wrt, gc, ge):
                 d = _rel(a, b)
                 tol = max(tol, TOLERANCE.get(args[i].dtype, 0.0))
