@@ -3,30 +3,20 @@ dyngen.thunderfx: no compile after warm-up on either rank, rank 1's kernels from
 rank 0 filled, and identical adapters on both ranks (tests/ddp/ddp_lora.py)."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import REPO
+from torchrun import run_two_ranks
 
 
 @pytest.mark.slow
 def test_ddp_two_ranks_share_the_kernel_cache(tmp_path):
     results_dir = tmp_path / "results"
-    results_dir.mkdir()
-    env = dict(os.environ, DYNGEN_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1",
-               DDP_RESULT_DIR=str(results_dir))
-    env.setdefault("DYNGEN_EXECUTOR", "emulate")  # kernels, not the reference executor
-    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                        "--master_port", str(29500 + os.getpid() % 1000),
-                        str(REPO / "tests" / "ddp" / "ddp_lora.py")],
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
-    # One file per rank: the two ranks' prints can share a line of the common stdout.
-    results = {r["rank"]: r for r in (json.loads(f.read_text())
-                                      for f in sorted(results_dir.glob("rank*.json")))}
-    assert sorted(results) == [0, 1], p.stdout[-2000:]
+    env = {"DYNGEN_CACHE_DIR": str(tmp_path / "cache"), "DDP_RESULT_DIR": str(results_dir),
+           # kernels, not the reference executor
+           "DYNGEN_EXECUTOR": os.environ.get("DYNGEN_EXECUTOR", "emulate")}
+    results = run_two_ranks(REPO / "tests" / "ddp" / "ddp_lora.py", results_dir, env, 900)
     print(json.dumps(results, indent=1))
     for rank, r in results.items():
         warm, end = r["after_warmup"], r["end"]

@@ -8,8 +8,10 @@ The package follows the data path, top to bottom; a module imports only from lay
 (.importlinter at the repository root holds the contract, and the test suite checks it):
 
     thunderfx           the ThunderFX backend: static graphs to Thunder, dynamic ones down here
-    aot                 AOTAutograd: dyngen compiles the forward and the backward
-    partition           graphs with ops dyngen cannot take, compiled in regions around them
+    aot | graph_check   AOTAutograd: dyngen compiles the forward and the backward; the check of
+                        each Dynamo graph against eager (DYNGEN_CHECK_GRAPHS)
+    partition | views   graphs with ops dyngen cannot take, compiled in regions around them;
+                        outputs that are views of inputs rebuilt as true views
     report              dyngen.stats() / reset_stats(): the counters, the C library's, the cache's
     compiled            an exported graph bound to an executable, called with FX arguments
     fx | executors      fx: FX graph -> IR (export.py, the lowering registry, one module per op

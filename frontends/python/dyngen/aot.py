@@ -22,6 +22,7 @@ from .counters import bump, count_where, record_fallback
 from .errors import FallbackError, Unsupported
 from .options import log
 from .partition import compile_partial
+from .views import with_true_views
 
 aten = torch.ops.aten
 
@@ -64,7 +65,7 @@ def _compile_or_eager(gm: torch.fx.GraphModule, example_inputs, name: str, repor
         log.debug("ATen graph for %s:\n%s", name, gm.code)
     if report is not None:
         report(part)
-    return make_boxed_func(fn)
+    return make_boxed_func(with_true_views(gm, fn))  # Note [Outputs that are views]
 
 
 def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:

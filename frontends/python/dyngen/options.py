@@ -19,6 +19,10 @@ class Options:
     driver_double: bool = False
     prebuild_archs: tuple = ()  # DYNGEN_PREBUILD_ARCHS=sm_80,sm_90a: also compile for these
     cache_summary: bool = False  # DYNGEN_CACHE_SUMMARY=1: one line about the kernel cache at exit
+    # DYNGEN_CHECK_GRAPHS=N: each Dynamo graph's first N calls checked against eager, and
+    # DYNGEN_CHECK_GRAPHS_DIR: where the bad ones are saved (Note [Checking graphs against eager])
+    check_graphs: int = 0
+    check_graphs_dir: str = ""
 
     @staticmethod
     def from_env() -> "Options":
@@ -30,7 +34,9 @@ class Options:
                        strict=e.get("DYNGEN_STRICT", "0") not in ("", "0"),
                        driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"),
                        prebuild_archs=parse_archs(e.get("DYNGEN_PREBUILD_ARCHS", "")),
-                       cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"))
+                       cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"),
+                       check_graphs=int(e.get("DYNGEN_CHECK_GRAPHS", "0") or 0),
+                       check_graphs_dir=e.get("DYNGEN_CHECK_GRAPHS_DIR", ""))
 
 
 def parse_archs(archs) -> tuple:

@@ -32,13 +32,23 @@ from Dynamo's) is compiled by dyngen instead, through AOTAutograd as a dynamic g
 sizes are a special case of symbolic ones), with a warning naming Thunder's failure. Only when
 dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback); either way
 the training step goes on.
+
+Note [Dynamo restarts]
+Two exceptions out of compile_dynamic are not failures and must reach their callers: FallbackError
+(DYNGEN_STRICT=1, Note [No silent fallbacks]) and Dynamo's RestartAnalysis. Under dynamic=True a
+Python float becomes a SymFloat; AOTAutograd's tensorify pass then raises
+TensorifyScalarRestartAnalysis so that Dynamo traces the frame again with the float specialized or
+made a tensor, and hands the backend the new graph. Caught here as an error, it turned a graph
+that compiles into an eager fallback (issue 17).
 """
 from __future__ import annotations
 
 import torch
+from torch._dynamo.exc import RestartAnalysis
 from torch.utils import _pytree as pytree
 from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 
+from . import graph_check
 from .aot import compile_dynamic
 from .errors import FallbackError
 from .executors.cache import check_archs
@@ -80,8 +90,9 @@ class DyngenCompiler(ThunderCompiler):
         self.prebuild_archs = None if archs is None else check_archs(archs)
         self._user_transforms = thunder_options.pop("transforms", None)
         super().__init__(**thunder_options)
-        # {"graph", "kind": "dyngen" | "thunder" | "eager", "reason", "parts": [...]}: one per
-        # Dynamo graph; "parts" are dyngen's ATen graphs (forward, backward) with their outcome.
+        # {"graph", "kind": "dyngen" | "thunder" | "eager" | "retraced", "reason", "parts": [...]}:
+        # one per Dynamo graph ("retraced": Note [Dynamo restarts]); "parts" are dyngen's ATen
+        # graphs (forward, backward) with their outcome.
         self.graphs: list[dict] = []
         register_thunder_compiler(self)
 
@@ -92,8 +103,10 @@ class DyngenCompiler(ThunderCompiler):
         name = f"graph{len(self.graphs)}"
         bump("backend_calls")
         if is_dynamic(sample_args, gm):
-            return self._dyngen(gm, sample_args, name)
-        return self._thunder(gm, sample_args, name, **compile_options)
+            fn = self._dyngen(gm, sample_args, name)
+        else:
+            fn = self._thunder(gm, sample_args, name, **compile_options)
+        return graph_check.wrap(name, gm, fn)  # Note [Checking graphs against eager]
 
     def _dyngen(self, gm, sample_args, name):
         bump("dynamic_graphs")
@@ -102,6 +115,10 @@ class DyngenCompiler(ThunderCompiler):
         try:
             fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
                                  prebuild_archs=self.prebuild_archs)
+        except RestartAnalysis as e:  # Note [Dynamo restarts]
+            rec.update(kind="retraced", reason=f"Dynamo traces it again: {type(e).__name__}")
+            log.info("%s: %s", name, rec["reason"])
+            raise
         except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
             raise
         except Exception as e:  # noqa: BLE001 - AOTAutograd failed: the graph runs eagerly
@@ -136,7 +153,7 @@ class DyngenCompiler(ThunderCompiler):
         try:
             fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
                                  prebuild_archs=self.prebuild_archs)
-        except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
+        except (FallbackError, RestartAnalysis):  # Note [Dynamo restarts]
             raise
         except Exception as e:  # noqa: BLE001
             return self._eager(gm, rec, f"{reason}; dyngen failed too: {type(e).__name__}: {e}")

@@ -1,0 +1,182 @@
+"""One rank of the FSDP2 check (run by torchrun, see tests/python/test_fsdp2.py): a tiny MoE with
+PEFT LoRA sharded as lightning-thunder's benchmark_peft.py `setup_fsdp2` shards it (fully_shard on
+every nn.Linear and nn.Embedding, then on the root; bf16 MixedPrecisionPolicy;
+reshard_after_forward=True), trained side by side eagerly and compiled, each rank a different
+sequence length every step.
+
+Environment: FSDP_BACKEND = eager | aot_eager | dyngen | dyngen_dynamic | thunderfx (stock);
+FSDP_MODEL (a bench/moe_peft/moe_configs.json name, default OLMoE); FSDP_STEPS (8);
+FSDP_RESULT_DIR (where rank<N>.json goes); FSDP_CHECK_GRAPHS=1 also checks every Dynamo graph
+against eager on its calls (dyngen.graph_check, Note [Checking graphs against eager]).
+
+Written as JSON to $FSDP_RESULT_DIR/rank<N>.json (ranks share one stdout): losses per step for
+eager FSDP2 and the compiled model, the LoRA gradients' relative difference after the first
+backward (per tensor and global), dyngen's counters after warm-up and at the end, and where each
+Dynamo graph went.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "frontends" / "python"), str(REPO / "bench" / "moe_peft")]
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
+
+import dyngen  # noqa: E402
+import models  # noqa: E402
+
+BACKEND = os.environ.get("FSDP_BACKEND", "dyngen")
+MODEL = os.environ.get("FSDP_MODEL", "allenai/OLMoE-1B-7B-0924")
+STEPS = int(os.environ.get("FSDP_STEPS", "8"))
+WARMUP = 3  # static first call, then the symbolic recompile, then one more for late graphs
+# Sequence lengths per step, per rank (data parallelism: each rank its own batch).
+LENGTHS = {0: [24, 32, 40, 28, 36, 22, 44, 30], 1: [36, 20, 30, 44, 26, 40, 24, 34]}
+
+
+RESHARD = os.environ.get("FSDP_RESHARD", "1") == "1"  # debugging: 0 keeps parameters unsharded
+
+
+def setup_fsdp2(model, mesh):
+    """lightning-thunder benchmark_peft.py's setup_fsdp2, with the mesh on CPU (gloo)."""
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)
+    for _, module in model.named_modules():
+        if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+            fully_shard(module, mesh=mesh, reshard_after_forward=RESHARD, mp_policy=policy)
+    fully_shard(model, mesh=mesh, reshard_after_forward=RESHARD, mp_policy=policy)
+    return model
+
+
+def compile_model(model):
+    torch._dynamo.config.cache_size_limit = 64  # upstream's setup_compilation
+    torch._dynamo.config.inline_inbuilt_nn_modules = True
+    if BACKEND in ("eager", "aot_eager"):
+        from dyngen import graph_check
+        b = torch._dynamo.lookup_backend(BACKEND)
+        return torch.compile(model, backend=graph_check.wrap_backend(b)), None
+    if BACKEND == "thunderfx":
+        from thunder.dynamo import thunderfx
+        c = thunderfx(model)
+        return c, c._backend
+    import dyngen.thunderfx
+    c = dyngen.thunderfx.compile(model, **({"dynamic": True} if BACKEND == "dyngen_dynamic"
+                                           else {}))
+    return c, c.backend
+
+
+def counters() -> dict:
+    s = dyngen.stats()
+    return {k: s[k] for k in ("nvrtc_compiles", "graphs_compiled", "backend_calls",
+                              "thunder_cache_misses")} | {
+        "fallbacks": len(s["fallbacks"]), "fallback_reasons": s["fallbacks"][:5],
+        "dynamo_compiles": compiles[0]}
+
+
+def lora_grads(model) -> dict:
+    return {n: p.grad.full_tensor().float() for n, p in model.named_parameters()
+            if "lora_" in n and p.grad is not None}
+
+
+def rel(a, b) -> float:
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.set_num_threads(1)
+mesh = init_device_mesh("cpu", (world,))
+compiles = [0]
+# Every Dynamo compile, whatever the backend: "0 compiles after warm-up" is counted here.
+torch._dynamo.callback.on_compile_start(lambda *a, **k: compiles.__setitem__(0, compiles[0] + 1))
+
+
+def build():
+    return setup_fsdp2(models.build(MODEL, scale="tiny", num_layers=1, seed=0).model, mesh)
+
+
+# Note [Routing flips]
+# A router picks each token's top-k experts; two backends whose bf16 kernels round apart by an ulp
+# (Thunder's and eager's silu backward or SDPA) can pick a different k-th expert for a token near a
+# tie. That expert's LoRA gradient then gains or loses a whole token: tens of percent for an expert
+# with three tokens, though nothing is wrong. The first step records every router's choice in both
+# models; the per-tensor gradient check leaves out the experts of tokens routed apart (on any rank)
+# and reports how many there were.
+CONFIG = models.make_config(MODEL, "tiny", 1)
+TOP_K = models.expert_shape(CONFIG)[3]
+ROUTERS = ("mlp.gate", "router.layer")
+
+
+def record_routes(model, into: list):
+    @torch._dynamo.disable
+    def hook(module, args, out):
+        into.append(out.detach().float().topk(TOP_K, dim=-1).indices.sort(dim=-1).values)
+    return [m.register_forward_hook(hook) for n, m in model.named_modules()
+            if n.endswith(ROUTERS) and hasattr(m, "base_layer")]
+
+
+def experts_routed_apart(a: list, b: list) -> list[str]:
+    """"layers.L.mlp.experts.E." of every expert some token chose in one model and not the
+    other (all ranks)."""
+    apart = set()
+    for layer, (x, y) in enumerate(zip(a, b)):
+        for row_x, row_y in zip(x.reshape(-1, TOP_K).tolist(), y.reshape(-1, TOP_K).tolist()):
+            apart |= {f"layers.{layer}.mlp.experts.{e}." for e in set(row_x) ^ set(row_y)}
+    everyone = [None] * world
+    dist.all_gather_object(everyone, sorted(apart))
+    return sorted(set().union(*everyone))
+
+
+ref, test = build(), build()
+vocab = CONFIG.vocab_size
+routes = {"eager": [], "compiled": []}
+hooks = record_routes(ref, routes["eager"]) + record_routes(test, routes["compiled"])
+if os.environ.get("FSDP_CHECK_GRAPHS", "0") not in ("", "0"):
+    from dyngen import graph_check
+    graph_check.enable()
+compiled, backend = compile_model(test)
+opts = [torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=1e-2)
+        for m in (ref, test)]
+result = {"rank": rank, "backend": BACKEND, "model": MODEL, "lengths": LENGTHS[rank][:STEPS],
+          "loss_eager": [], "loss": [], "marks": {}}
+for step in range(STEPS):
+    ids = models.batch(step, 1, LENGTHS[rank][step], vocab, seed=10 + rank, device="cpu")
+    for m, opt, key in ((ref, opts[0], "loss_eager"), (compiled, opts[1], "loss")):
+        loss = m(input_ids=ids, labels=ids).loss
+        loss.backward()
+        result[key].append(float(loss.detach()))
+        if step == 0:
+            result.setdefault("_grads", []).append(lora_grads(ref if key == "loss_eager"
+                                                              else test))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    if step == 0:
+        for h in hooks:
+            h.remove()
+    if step in (WARMUP - 1, STEPS - 1):
+        result["marks"]["after_warmup" if step == WARMUP - 1 else "end"] = counters()
+
+want, got = result.pop("_grads")
+per = {n: rel(got[n], want[n]) for n in want}
+apart = experts_routed_apart(routes["eager"], routes["compiled"])
+result["experts_routed_apart"] = apart
+result["lora_grad_rel_same_routing"] = {n: d for n, d in per.items()
+                                        if not any(e in n for e in apart)}
+result["lora_grad_rel"] = per
+result["lora_grad_rel_global"] = rel(torch.cat([got[n].flatten() for n in want]),
+                                     torch.cat([want[n].flatten() for n in want]))
+result["lora_grad_rel_max"] = max(per.values())
+result["lora_tensors"] = len(per)
+if backend is not None and hasattr(backend, "graphs"):
+    result["graphs"] = [{k: g[k] for k in ("graph", "kind", "reason")} for g in backend.graphs]
+from dyngen import graph_check  # noqa: E402
+result["graph_check"] = graph_check.report()
+(Path(os.environ.get("FSDP_RESULT_DIR", ".")) / f"rank{rank}.json").write_text(
+    json.dumps(result, indent=1))
+print(f"RESULT rank {rank} {BACKEND}: loss {result['loss']} eager {result['loss_eager']} "
+      f"grad rel {result['lora_grad_rel_global']:.3g} (max {result['lora_grad_rel_max']:.3g})",
+      flush=True)
+dist.destroy_process_group()
