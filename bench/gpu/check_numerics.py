@@ -13,6 +13,7 @@ Experts (the graphs Dynamo hands to the backend, one per expert call, `s` tokens
 Every expert is compiled with torch.compile(dynamic=True, backend=dyngen.aot.backend), so every
 call goes to dyngen (no Thunder needed). Exit status 1 when any comparison fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,30 @@ except ImportError:
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-TOKENS = [2, 3, 7, 16, 17, 31, 63, 64, 65, 127, 128, 129, 255, 256, 257, 500, 512, 777, 1000,
-          1024, 2048, 4096]
+TOKENS = [
+    2,
+    3,
+    7,
+    16,
+    17,
+    31,
+    63,
+    64,
+    65,
+    127,
+    128,
+    129,
+    255,
+    256,
+    257,
+    500,
+    512,
+    777,
+    1000,
+    1024,
+    2048,
+    4096,
+]
 TIMED = [64, 512, 1024, 4096]
 SIZES = {"olmoe": (2048, 1024), "phimoe": (4096, 6400), "dbrx": (6144, 10752)}
 SMALL = {"olmoe": (64, 32), "phimoe": (64, 96), "dbrx": (96, 160)}
@@ -45,8 +68,9 @@ SMALL = {"olmoe": (64, 32), "phimoe": (64, 96), "dbrx": (96, 160)}
 def lora(module: nn.Module, targets: list[str]) -> nn.Module:
     from peft import LoraConfig, get_peft_model
 
-    m = get_peft_model(module, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0,
-                                          target_modules=targets))
+    m = get_peft_model(
+        module, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets)
+    )
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for n, p in m.named_parameters():
@@ -131,8 +155,15 @@ def timed(fn, x, gout, device, reps: int) -> float:
     return statistics.median(times)
 
 
-def check_expert(kind: str, hidden: int, ffn: int, tokens: list[int], timed_tokens: list[int],
-                 device: torch.device, reps: int) -> dict:
+def check_expert(
+    kind: str,
+    hidden: int,
+    ffn: int,
+    tokens: list[int],
+    timed_tokens: list[int],
+    device: torch.device,
+    reps: int,
+) -> dict:
     import dyngen
     import dyngen.aot
 
@@ -142,8 +173,9 @@ def check_expert(kind: str, hidden: int, ffn: int, tokens: list[int], timed_toke
     ref = build(kind, hidden, ffn).to(device)
     ref.load_state_dict(model.state_dict())
     if kind == "dbrx":  # only DbrxExpertGLU is compiled, as in the model (DbrxExpert.forward)
-        object.__setattr__(model, "glu", torch.compile(model.mlp, backend=dyngen.aot.backend,
-                                                       dynamic=True))
+        object.__setattr__(
+            model, "glu", torch.compile(model.mlp, backend=dyngen.aot.backend, dynamic=True)
+        )
         compiled = model
     else:
         compiled = torch.compile(model, backend=dyngen.aot.backend, dynamic=True)
@@ -161,8 +193,14 @@ def check_expert(kind: str, hidden: int, ffn: int, tokens: list[int], timed_toke
         y_ref, gx_ref = step(ref, x, gout)
         e_y, s_y = compare(y, y_ref)
         e_g, s_g = compare(gx, gx_ref)
-        row = {"tokens": n, "out_err": e_y, "out_scale": s_y, "dx_err": e_g, "dx_scale": s_g,
-               "first_call_ms": round(first_ms, 3)}
+        row = {
+            "tokens": n,
+            "out_err": e_y,
+            "out_scale": s_y,
+            "dx_err": e_g,
+            "dx_scale": s_g,
+            "first_call_ms": round(first_ms, 3),
+        }
         for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
             if p.grad is not None:
                 e, s = compare(p.grad, q.grad)
@@ -180,7 +218,9 @@ def check_expert(kind: str, hidden: int, ffn: int, tokens: list[int], timed_toke
         if after_first is None:
             after_first = dyngen.stats()
     final = dyngen.stats()
-    out["stats_after_first_call"] = {k: after_first[k] for k in ("graphs_compiled", "nvrtc_compiles")}
+    out["stats_after_first_call"] = {
+        k: after_first[k] for k in ("graphs_compiled", "nvrtc_compiles")
+    }
     out["stats"] = final
     out["compiles_after_first_call"] = final["graphs_compiled"] - after_first["graphs_compiled"]
     if out["compiles_after_first_call"]:
@@ -197,9 +237,15 @@ def check_expert(kind: str, hidden: int, ffn: int, tokens: list[int], timed_toke
         # forward: 3 GEMMs; backward: 3 input-gradient GEMMs (base weights are frozen); LoRA's
         # rank-16 products are left out
         flops = 2 * n * hidden * ffn * 6
-        out["timing_ms"].append({"tokens": n, "dyngen": round(d, 4), "eager": round(e, 4),
-                                 "dyngen_vs_eager": round(d / e, 3),
-                                 "dyngen_tflops": round(flops / (d / 1e3) / 1e12, 2)})
+        out["timing_ms"].append(
+            {
+                "tokens": n,
+                "dyngen": round(d, 4),
+                "eager": round(e, 4),
+                "dyngen_vs_eager": round(d / e, 3),
+                "dyngen_tflops": round(flops / (d / 1e3) / 1e12, 2),
+            }
+        )
         model.zero_grad(set_to_none=True)
         ref.zero_grad(set_to_none=True)
     return out
@@ -216,10 +262,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
-    tokens = ([int(t) for t in args.tokens.split(",")] if args.tokens
-              else (TOKENS if not args.small else [2, 3, 17, 64, 129]))
-    timed_tokens = ([int(t) for t in args.timed.split(",")] if args.timed is not None
-                    else (TIMED if not args.small else [64]))
+    tokens = (
+        [int(t) for t in args.tokens.split(",")]
+        if args.tokens
+        else (TOKENS if not args.small else [2, 3, 17, 64, 129])
+    )
+    timed_tokens = (
+        [int(t) for t in args.timed.split(",")]
+        if args.timed is not None
+        else (TIMED if not args.small else [64])
+    )
     import dyngen
 
     report = {"device": str(device), "executor": dyngen.executor_kind(), "experts": []}
@@ -230,22 +282,32 @@ def main(argv=None) -> int:
         hidden, ffn = (SMALL if args.small else SIZES)[kind]
         t0 = time.perf_counter()
         try:
-            r = check_expert(kind, hidden, ffn, tokens, [t for t in timed_tokens if t],
-                             device, args.reps)
+            r = check_expert(
+                kind, hidden, ffn, tokens, [t for t in timed_tokens if t], device, args.reps
+            )
         except Exception as e:  # noqa: BLE001 - report and go on with the next expert
-            r = {"expert": kind, "failures": [f"{type(e).__name__}: {e}"],
-                 "traceback": traceback.format_exc()[-3000:]}
+            r = {
+                "expert": kind,
+                "failures": [f"{type(e).__name__}: {e}"],
+                "traceback": traceback.format_exc()[-3000:],
+            }
         r["wall_s"] = round(time.perf_counter() - t0, 2)
         report["experts"].append(r)
         failed |= bool(r["failures"])
         status = "ok" if not r["failures"] else "FAILED: " + "; ".join(r["failures"][:3])
-        print(f"[numerics] {kind} {hidden}x{ffn}: {len(r.get('calls', []))} token counts, "
-              f"compiles after first call: {r.get('compiles_after_first_call')}, {status} "
-              f"({r['wall_s']} s)", flush=True)
+        print(
+            f"[numerics] {kind} {hidden}x{ffn}: {len(r.get('calls', []))} token counts, "
+            f"compiles after first call: {r.get('compiles_after_first_call')}, {status} "
+            f"({r['wall_s']} s)",
+            flush=True,
+        )
         for t in r.get("timing_ms", []):
-            print(f"[numerics]   s={t['tokens']:5d}  dyngen {t['dyngen']:.3f} ms  eager "
-                  f"{t['eager']:.3f} ms  ratio {t['dyngen_vs_eager']:.2f}  "
-                  f"({t['dyngen_tflops']} TFLOP/s)", flush=True)
+            print(
+                f"[numerics]   s={t['tokens']:5d}  dyngen {t['dyngen']:.3f} ms  eager "
+                f"{t['eager']:.3f} ms  ratio {t['dyngen_vs_eager']:.2f}  "
+                f"({t['dyngen_tflops']} TFLOP/s)",
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
     return 1 if failed else 0

@@ -7,6 +7,7 @@ the device notes' package list; versions where the notes give them).
 
     .venv/bin/python bench/gpu/check_wheels.py          # exit 1 and the reasons when not
 """
+
 from __future__ import annotations
 
 import re
@@ -24,22 +25,46 @@ WHEELS = Path(__file__).resolve().parent / "wheels"
 # The H200 image's packages that the carried wheels' requirements name (device notes, KINDS.md,
 # read 2026-11). None: present, version not recorded there.
 MACHINE = {
-    "torch": "2.11.0", "numpy": "2.5.2", "accelerate": "1.15.0", "safetensors": "0.8.0",
-    "networkx": None, "mpmath": None, "opt-einsum": None, "packaging": None, "pyyaml": None,
-    "regex": None, "requests": None, "tqdm": None, "filelock": None, "fsspec": None,
-    "hf-xet": None, "typing-extensions": None, "psutil": None, "sympy": None,
+    "torch": "2.11.0",
+    "numpy": "2.5.2",
+    "accelerate": "1.15.0",
+    "safetensors": "0.8.0",
+    "networkx": None,
+    "mpmath": None,
+    "opt-einsum": None,
+    "packaging": None,
+    "pyyaml": None,
+    "regex": None,
+    "requests": None,
+    "tqdm": None,
+    "filelock": None,
+    "fsspec": None,
+    "hf-xet": None,
+    "typing-extensions": None,
+    "psutil": None,
+    "sympy": None,
 }
-ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
-       "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-       "implementation_name": "cpython", "platform_python_implementation": "CPython"}
-OK_PLATFORMS = re.compile(r"^(any|manylinux1_x86_64|manylinux2010_x86_64|manylinux2014_x86_64|"
-                          r"manylinux_2_(\d+)_x86_64)$")
+ENV = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+OK_PLATFORMS = re.compile(
+    r"^(any|manylinux1_x86_64|manylinux2010_x86_64|manylinux2014_x86_64|"
+    r"manylinux_2_(\d+)_x86_64)$"
+)
 MAX_GLIBC = 39  # Ubuntu 24.04 (Python 3.12.3) has glibc 2.39
 
 
 def compatible(tag: Tag) -> bool:
     if tag.interpreter not in ("py3", "py2.py3", "cp312") and not (
-            tag.interpreter.startswith("cp3") and tag.abi == "abi3"):
+        tag.interpreter.startswith("cp3") and tag.abi == "abi3"
+    ):
         return False
     if tag.abi not in ("none", "abi3", "cp312"):
         return False

@@ -3,8 +3,8 @@
 torch.compile(dynamic=True) (Inductor), timed with CUDA events, at OLMoE, Phi-3.5-MoE and DBRX
 shapes for s in {64, 256, 512, 1024, 2048, 4096} tokens.
 
-    python bench/gpu/kernel_bench.py --json out.json               # on a CUDA GPU
-    python bench/gpu/kernel_bench.py --dry-run                      # shapes and FLOPs only, any machine
+    python bench/gpu/kernel_bench.py --json out.json    # on a CUDA GPU
+    python bench/gpu/kernel_bench.py --dry-run          # shapes and FLOPs only, any machine
 
 Each point is the median of --reps forward + backward calls (after --warmup calls), each call
 timed with a pair of CUDA events. Printed per point: milliseconds per backend, dyngen's time
@@ -13,6 +13,7 @@ TFLOP/s of each backend over the model FLOPs (flops_fwd_bwd). The experts are th
 check_numerics.py; dyngen runs through torch.compile(backend=dyngen.aot.backend, dynamic=True).
 Exit status: 0 done, 2 bad arguments or no CUDA GPU (without --dry-run), 1 a backend failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,9 @@ def flops_fwd_bwd(hidden: int, ffn: int, rank: int, tokens: int) -> dict:
     lora = 0
     if rank:
         # gate and up: hidden -> r -> ffn; down: ffn -> r -> hidden
-        lora = 2 * (2 * s * hidden * rank + 2 * s * rank * ffn) + (2 * s * ffn * rank +
-                                                                    2 * s * rank * hidden)
+        lora = 2 * (2 * s * hidden * rank + 2 * s * rank * ffn) + (
+            2 * s * ffn * rank + 2 * s * rank * hidden
+        )
     forward = base + lora
     backward = base + 2 * lora
     return {"forward": forward, "backward": backward, "total": forward + backward}
@@ -57,15 +59,23 @@ def flops_fwd_bwd(hidden: int, ffn: int, rank: int, tokens: int) -> dict:
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--experts", default=",".join(EXPERTS),
-                    help=f"comma list of {', '.join(EXPERTS)}")
+    ap.add_argument(
+        "--experts", default=",".join(EXPERTS), help=f"comma list of {', '.join(EXPERTS)}"
+    )
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)), help="comma list of s")
-    ap.add_argument("--backends", default=",".join(BACKENDS),
-                    help=f"comma list of {', '.join(BACKENDS)} (dyngen first is the baseline)")
+    ap.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help=f"comma list of {', '.join(BACKENDS)} (dyngen first is the baseline)",
+    )
     ap.add_argument("--reps", type=int, default=10, help="timed calls per point (median)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls per point")
-    ap.add_argument("--time-limit", type=float, default=0,
-                    help="seconds; stop starting new points after this (0: none)")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=0,
+        help="seconds; stop starting new points after this (0: none)",
+    )
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--dry-run", action="store_true", help="print shapes and FLOPs; time nothing")
     args = ap.parse_args(argv)
@@ -135,20 +145,31 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(REPO / "frontends" / "python"))
     from check_numerics import build  # noqa: E402 - the experts, shared with the numerics check
+
     import dyngen
 
     device = torch.device(device_name)
-    report = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,
-              "executor": dyngen.executor_kind(), "reps": args.reps, "warmup": args.warmup,
-              "timing": "median of per-call CUDA-event times, forward + backward", "points": [],
-              "failures": []}
+    report = {
+        "gpu": torch.cuda.get_device_name(device),
+        "torch": torch.__version__,
+        "executor": dyngen.executor_kind(),
+        "reps": args.reps,
+        "warmup": args.warmup,
+        "timing": "median of per-call CUDA-event times, forward + backward",
+        "points": [],
+        "failures": [],
+    }
     t_start = time.perf_counter()
     for kind in args.experts:
         hidden, ffn, rank = EXPERTS[kind]
         g = torch.Generator().manual_seed(0)
-        inputs = {s: (torch.randn(s, hidden, generator=g).to(device, torch.bfloat16),
-                      torch.randn(s, hidden, generator=g).to(device, torch.bfloat16))
-                  for s in args.tokens}
+        inputs = {
+            s: (
+                torch.randn(s, hidden, generator=g).to(device, torch.bfloat16),
+                torch.randn(s, hidden, generator=g).to(device, torch.bfloat16),
+            )
+            for s in args.tokens
+        }
         times = {s: {} for s in args.tokens}
         for backend in args.backends:
             torch._dynamo.reset()
@@ -164,14 +185,24 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
             except Exception as e:  # noqa: BLE001 - record it and go on with the next backend
                 report["failures"].append(f"{kind}/{backend}: {type(e).__name__}: {e}"[:500])
                 report.setdefault("tracebacks", []).append(traceback.format_exc()[-2000:])
-            print(f"[kernels] {kind} {backend}: {time.perf_counter() - t0:.1f} s (compile and "
-                  f"timing)", flush=True)
+            print(
+                f"[kernels] {kind} {backend}: {time.perf_counter() - t0:.1f} s (compile and "
+                f"timing)",
+                flush=True,
+            )
             del fn
             torch.cuda.empty_cache()
         for s in args.tokens:
             flops = flops_fwd_bwd(hidden, ffn, rank, s)["total"]
-            row = {"expert": kind, "hidden": hidden, "ffn": ffn, "rank": rank, "tokens": s,
-                   "flops_fwd_bwd": flops, "ms": times[s]}
+            row = {
+                "expert": kind,
+                "hidden": hidden,
+                "ffn": ffn,
+                "rank": rank,
+                "tokens": s,
+                "flops_fwd_bwd": flops,
+                "ms": times[s],
+            }
             row["tflops"] = {b: flops / (ms / 1e3) / 1e12 for b, ms in times[s].items()}
             d = times[s].get("dyngen")
             if d:
@@ -185,20 +216,27 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
 
 
 def print_table(report: dict) -> None:
-    print(f"\nexpert MLP forward+backward on {report['gpu']} ({report['timing']}); ratios are "
-          f"other backend's time / dyngen's (> 1: dyngen faster)")
-    print(f"{'expert':7s} {'s':>5s} {'dyngen ms':>10s} {'eager ms':>9s} {'induct ms':>10s} "
-          f"{'eager/dg':>9s} {'ind/dg':>7s} {'dg TF/s':>8s} {'eager TF/s':>10s} {'ind TF/s':>9s}")
+    print(
+        f"\nexpert MLP forward+backward on {report['gpu']} ({report['timing']}); ratios are "
+        f"other backend's time / dyngen's (> 1: dyngen faster)"
+    )
+    print(
+        f"{'expert':7s} {'s':>5s} {'dyngen ms':>10s} {'eager ms':>9s} {'induct ms':>10s} "
+        f"{'eager/dg':>9s} {'ind/dg':>7s} {'dg TF/s':>8s} {'eager TF/s':>10s} {'ind TF/s':>9s}"
+    )
     for r in report["points"]:
         ms, tf = r["ms"], r["tflops"]
 
         def f(d, k, fmt):
             return format(d[k], fmt) if k in d else "-"
-        print(f"{r['expert']:7s} {r['tokens']:5d} {f(ms, 'dyngen', '10.3f'):>10s} "
-              f"{f(ms, 'eager', '9.3f'):>9s} {f(ms, 'inductor', '10.3f'):>10s} "
-              f"{f(r, 'eager_over_dyngen', '9.2f'):>9s} {f(r, 'inductor_over_dyngen', '7.2f'):>7s} "
-              f"{f(tf, 'dyngen', '8.1f'):>8s} {f(tf, 'eager', '10.1f'):>10s} "
-              f"{f(tf, 'inductor', '9.1f'):>9s}")
+
+        print(
+            f"{r['expert']:7s} {r['tokens']:5d} {f(ms, 'dyngen', '10.3f'):>10s} "
+            f"{f(ms, 'eager', '9.3f'):>9s} {f(ms, 'inductor', '10.3f'):>10s} "
+            f"{f(r, 'eager_over_dyngen', '9.2f'):>9s} {f(r, 'inductor_over_dyngen', '7.2f'):>7s} "
+            f"{f(tf, 'dyngen', '8.1f'):>8s} {f(tf, 'eager', '10.1f'):>10s} "
+            f"{f(tf, 'inductor', '9.1f'):>9s}"
+        )
     for msg in report["failures"]:
         print(f"FAILED: {msg}")
 
@@ -210,16 +248,21 @@ def main(argv=None) -> int:
             hidden, ffn, rank = EXPERTS[kind]
             for s in args.tokens:
                 f = flops_fwd_bwd(hidden, ffn, rank, s)
-                print(f"{kind:7s} hidden {hidden} ffn {ffn} rank {rank} s {s:5d}: "
-                      f"{f['forward'] / 1e9:.3f} GFLOP forward, {f['backward'] / 1e9:.3f} backward")
+                print(
+                    f"{kind:7s} hidden {hidden} ffn {ffn} rank {rank} s {s:5d}: "
+                    f"{f['forward'] / 1e9:.3f} GFLOP forward, {f['backward'] / 1e9:.3f} backward"
+                )
         return 0
     import torch
 
     if not torch.cuda.is_available():
-        print("kernel_bench.py: no CUDA GPU here (torch.cuda.is_available() is False); this "
-              "benchmark times GPU kernels only. Use --dry-run for shapes and FLOPs.",
-              file=sys.stderr)
+        print(
+            "kernel_bench.py: no CUDA GPU here (torch.cuda.is_available() is False); this "
+            "benchmark times GPU kernels only. Use --dry-run for shapes and FLOPs.",
+            file=sys.stderr,
+        )
         return 2
+
     def save(report):
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

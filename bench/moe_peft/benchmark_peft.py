@@ -39,6 +39,7 @@ kills a child that outlives its timeout by 60 s.
 Exit status: 0 when every backend ran (or was skipped with a recorded reason), 2 when any errored
 (its error is in the table and the JSON; the others still ran).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,11 +65,18 @@ import models  # noqa: E402
 import report  # noqa: E402
 
 BACKENDS = ("eager", "inductor", "thunder", "dyngen")
-DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
-          "fp32": "float32", "float32": "float32"}
+DTYPES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+}
 
 
 # ---- command line -------------------------------------------------------------------------------
+
 
 def _backends(value: str) -> list[str]:
     if value == "all":
@@ -77,7 +85,8 @@ def _backends(value: str) -> list[str]:
     bad = [n for n in names if n not in BACKENDS]
     if bad or not names:
         raise argparse.ArgumentTypeError(
-            f"--compile takes one of {', '.join(BACKENDS)}, all, or a comma list; got {value!r}")
+            f"--compile takes one of {', '.join(BACKENDS)}, all, or a comma list; got {value!r}"
+        )
     return names
 
 
@@ -119,58 +128,111 @@ def timeout_for(args, kind: str) -> float | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--model", required=True, choices=models.MODEL_NAMES)
-    p.add_argument("--trust-remote-code", action="store_true",
-                   help="accepted for the seed's command line; no effect (models are built from "
-                        "transformers' own classes)")
+    p.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="accepted for the seed's command line; no effect (models are built from "
+        "transformers' own classes)",
+    )
     p.add_argument("--attn-implementation", choices=("sdpa", "eager"), default="sdpa")
     p.add_argument("--max-steps", type=int, default=10, help="steps in all, warm-up included")
-    p.add_argument("--warmup-steps", type=int, default=2,
-                   help="first steps left out of the steady-state figures")
+    p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=2,
+        help="first steps left out of the steady-state figures",
+    )
     p.add_argument("--mbs", type=int, default=1, help="micro-batch size")
-    p.add_argument("--seq-length", type=int, default=None,
-                   help="tokens per sequence (default: 4096 at --scale full, 128 at tiny)")
-    p.add_argument("--seq-lengths", type=_lengths, default=None, metavar="N,N,...",
-                   help="a sequence length per step, cycled (e.g. 96,128,112,144: packing-free "
-                        "fine-tuning, where every step has its own length); overrides "
-                        "--seq-length, which becomes the largest")
-    p.add_argument("--fixed-num-hidden-layers", type=int, default=None,
-                   help="number of decoder layers (default: the model's at full, 2 at tiny)")
-    p.add_argument("--compile", type=_backends, default=["eager"], dest="backends",
-                   metavar="{eager,inductor,thunder,dyngen,all}",
-                   help="backend, 'all', or a comma list (see Note [Backends])")
-    p.add_argument("--scale", choices=("full", "tiny"), default="full",
-                   help="full: published sizes; tiny: same architecture, small sizes "
-                        "(models.py, Note [Scales])")
+    p.add_argument(
+        "--seq-length",
+        type=int,
+        default=None,
+        help="tokens per sequence (default: 4096 at --scale full, 128 at tiny)",
+    )
+    p.add_argument(
+        "--seq-lengths",
+        type=_lengths,
+        default=None,
+        metavar="N,N,...",
+        help="a sequence length per step, cycled (e.g. 96,128,112,144: packing-free "
+        "fine-tuning, where every step has its own length); overrides "
+        "--seq-length, which becomes the largest",
+    )
+    p.add_argument(
+        "--fixed-num-hidden-layers",
+        type=int,
+        default=None,
+        help="number of decoder layers (default: the model's at full, 2 at tiny)",
+    )
+    p.add_argument(
+        "--compile",
+        type=_backends,
+        default=["eager"],
+        dest="backends",
+        metavar="{eager,inductor,thunder,dyngen,all}",
+        help="backend, 'all', or a comma list (see Note [Backends])",
+    )
+    p.add_argument(
+        "--scale",
+        choices=("full", "tiny"),
+        default="full",
+        help="full: published sizes; tiny: same architecture, small sizes "
+        "(models.py, Note [Scales])",
+    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for torch (default: 1 at --scale tiny on CPU, where tiny ops "
-                        "only lose to threading overhead; torch's default otherwise)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch (default: 1 at --scale tiny on CPU, where tiny ops "
+        "only lose to threading overhead; torch's default otherwise)",
+    )
     p.add_argument("--json", default=None, metavar="FILE", help="write every figure here")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="step time per step")
-    p.add_argument("--isolate", choices=("process", "none"), default="process",
-                   help="several backends: one child process each, or all in this process "
-                        "(Note [Isolation])")
-    p.add_argument("--time-budget", type=float, default=None, metavar="S",
-                   help="per backend: stop stepping once this many seconds have passed "
-                        "(the result is marked truncated)")
-    p.add_argument("--backend-timeout", type=_timeouts, default=None, metavar="S|NAME=S,...",
-                   help="stop a backend after this many seconds (one number for all, or per "
-                        "backend: eager=12,dyngen=30); what it measured so far is kept "
-                        "(Note [Backend timeout])")
-    p.add_argument("--dyngen-executor", choices=("auto", "reference", "emulate", "capi"),
-                   default="auto",
-                   help="sets DYNGEN_EXECUTOR (auto: generated kernels on CUDA tensors, the "
-                        "reference executor on CPU ones; emulate: generated kernels under host "
-                        "emulation on CPU)")
-    p.add_argument("--no-model-shims", action="store_true",
-                   help="build the transformers model unchanged (models.py, Note [PhiMoE rotary "
-                        "seq_len]: PhiMoE then fails under ThunderFX)")
+    p.add_argument(
+        "--isolate",
+        choices=("process", "none"),
+        default="process",
+        help="several backends: one child process each, or all in this process (Note [Isolation])",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="per backend: stop stepping once this many seconds have passed "
+        "(the result is marked truncated)",
+    )
+    p.add_argument(
+        "--backend-timeout",
+        type=_timeouts,
+        default=None,
+        metavar="S|NAME=S,...",
+        help="stop a backend after this many seconds (one number for all, or per "
+        "backend: eager=12,dyngen=30); what it measured so far is kept "
+        "(Note [Backend timeout])",
+    )
+    p.add_argument(
+        "--dyngen-executor",
+        choices=("auto", "reference", "emulate", "capi"),
+        default="auto",
+        help="sets DYNGEN_EXECUTOR (auto: generated kernels on CUDA tensors, the "
+        "reference executor on CPU ones; emulate: generated kernels under host "
+        "emulation on CPU)",
+    )
+    p.add_argument(
+        "--no-model-shims",
+        action="store_true",
+        help="build the transformers model unchanged (models.py, Note [PhiMoE rotary "
+        "seq_len]: PhiMoE then fails under ThunderFX)",
+    )
     p.add_argument("--quiet", action="store_true", help="no per-step lines")
     return p
 
@@ -190,6 +252,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # ---- one backend --------------------------------------------------------------------------------
+
 
 def resolve_device(name: str):
     import torch
@@ -259,9 +322,8 @@ def _say(args, kind, msg) -> None:
 def run_backend(args, kind: str) -> dict:
     """Builds a fresh model, compiles it with `kind`, trains max-steps steps, and returns every
     figure; an exception becomes status "error" with the partial steps kept."""
-    import torch
-
     import metrics
+    import torch
 
     result: dict = {"backend": kind, "status": "error", "steps": []}
     t_start = time.perf_counter()
@@ -282,12 +344,22 @@ def run_backend(args, kind: str) -> dict:
         if kind == "dyngen":
             _import_dyngen().reset_stats()
         dtype = getattr(torch, DTYPES[args.dtype])
-        built = models.build(args.model, scale=args.scale, num_layers=_layers(args),
-                             attn_implementation=args.attn_implementation, dtype=dtype,
-                             device=device, seed=args.seed, shims=not args.no_model_shims)
+        built = models.build(
+            args.model,
+            scale=args.scale,
+            num_layers=_layers(args),
+            attn_implementation=args.attn_implementation,
+            dtype=dtype,
+            device=device,
+            seed=args.seed,
+            shims=not args.no_model_shims,
+        )
         model = built.model
-        result["params"] = {"trainable": built.trainable, "total": built.total,
-                            "lora_modules": built.lora_modules}
+        result["params"] = {
+            "trainable": built.trainable,
+            "total": built.total,
+            "lora_modules": built.lora_modules,
+        }
         result["model_shims"] = built.shims
         fn, handle = compile_model(kind, model)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr)
@@ -296,9 +368,13 @@ def run_backend(args, kind: str) -> dict:
         mem = metrics.PeakMemory(device)
         tokens = args.mbs * _mean_length(args)
         torch.manual_seed(args.seed)  # routing/input jitter noise (PhiMoE) draws from it
-        _say(args, kind, f"{args.model} ({args.scale}, {_layers(args) or 'all'} layers) on "
-                         f"{device}, {args.max_steps} steps of {args.mbs}x{_lengths_text(args)} "
-                         "tokens")
+        _say(
+            args,
+            kind,
+            f"{args.model} ({args.scale}, {_layers(args) or 'all'} layers) on "
+            f"{device}, {args.max_steps} steps of {args.mbs}x{_lengths_text(args)} "
+            "tokens",
+        )
         for step in range(args.max_steps):
             seq = seq_length_at(args, step)
             ids = models.batch(step, args.mbs, seq, built.vocab_size, args.seed, device)
@@ -310,17 +386,29 @@ def run_backend(args, kind: str) -> dict:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             ev = metrics.delta(probe.snapshot(), before)
-            rec = {"step": step, "seq_length": seq, "ms": round(t.seconds * 1000, 3),
-                   "tokens_per_s": round(args.mbs * seq / t.seconds, 1),
-                   "peak_mem_mib": round(mem.read_mib(), 1), "loss": float(loss.detach()),
-                   "events": ev, "compile_events": metrics.event_total(ev)}
+            rec = {
+                "step": step,
+                "seq_length": seq,
+                "ms": round(t.seconds * 1000, 3),
+                "tokens_per_s": round(args.mbs * seq / t.seconds, 1),
+                "peak_mem_mib": round(mem.read_mib(), 1),
+                "loss": float(loss.detach()),
+                "events": ev,
+                "compile_events": metrics.event_total(ev),
+            }
             result["steps"].append(rec)
             evs = ", ".join(f"{k}={v}" for k, v in ev.items() if v and k != "dynamo_compile_s")
-            _say(args, kind, f"step {step:3d} {rec['ms']:10.1f} ms  loss {rec['loss']:.4f}  "
-                             f"compile events {rec['compile_events']}"
-                             + (f" ({evs})" if evs else ""))
-            if args.time_budget and time.perf_counter() - t_start > args.time_budget \
-                    and step + 1 < args.max_steps:
+            _say(
+                args,
+                kind,
+                f"step {step:3d} {rec['ms']:10.1f} ms  loss {rec['loss']:.4f}  "
+                f"compile events {rec['compile_events']}" + (f" ({evs})" if evs else ""),
+            )
+            if (
+                args.time_budget
+                and time.perf_counter() - t_start > args.time_budget
+                and step + 1 < args.max_steps
+            ):
                 result["truncated"] = f"time budget {args.time_budget}s reached after step {step}"
                 _say(args, kind, result["truncated"])
                 break
@@ -340,11 +428,14 @@ def run_backend(args, kind: str) -> dict:
             raise
         result["error"] = error_line(e)
         if alarm.fired:
-            result["error"] = (f"timeout: stopped after {limit:g} s, {len(result['steps'])} steps "
-                               f"done (raised as {type(e).__name__})")
+            result["error"] = (
+                f"timeout: stopped after {limit:g} s, {len(result['steps'])} steps "
+                f"done (raised as {type(e).__name__})"
+            )
         if probe is not None and start is not None:
             with contextlib.suppress(Exception):
                 import metrics as m
+
                 result["events_at_stop"] = m.delta(probe.snapshot(), start)
         if kind == "dyngen" and "dyngen" in sys.modules:
             with contextlib.suppress(Exception):
@@ -354,8 +445,10 @@ def run_backend(args, kind: str) -> dict:
         if result["steps"]:
             with contextlib.suppress(Exception):
                 import metrics as m
-                result["summary"] = m.summarize(result["steps"], args.warmup_steps,
-                                                args.mbs * _mean_length(args))
+
+                result["summary"] = m.summarize(
+                    result["steps"], args.warmup_steps, args.mbs * _mean_length(args)
+                )
     finally:
         alarm.disarm()
         result["wall_s"] = round(time.perf_counter() - t_start, 2)
@@ -417,8 +510,11 @@ def _mean_length(args) -> float:
 
 
 def _lengths_text(args) -> str:
-    return "{" + ",".join(map(str, args.seq_lengths)) + "}" if args.seq_lengths else \
-        str(args.seq_length)
+    return (
+        "{" + ",".join(map(str, args.seq_lengths)) + "}"
+        if args.seq_lengths
+        else str(args.seq_length)
+    )
 
 
 def _layers(args):
@@ -429,21 +525,53 @@ def _layers(args):
 
 # ---- several backends ---------------------------------------------------------------------------
 
+
 def child_argv(args, kind: str, json_path: str) -> list[str]:
-    a = [sys.executable, str(Path(__file__).resolve()), "--model", args.model,
-         "--attn-implementation", args.attn_implementation, "--max-steps", str(args.max_steps),
-         "--warmup-steps", str(args.warmup_steps), "--mbs", str(args.mbs),
-         "--seq-length", str(args.seq_length), "--compile", kind, "--scale", args.scale,
-         "--device", args.device, "--dtype", args.dtype, "--seed", str(args.seed),
-         "--lr", str(args.lr), "--json", json_path, "--isolate", "none",
-         "--dyngen-executor", args.dyngen_executor, "--child"]
+    a = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--model",
+        args.model,
+        "--attn-implementation",
+        args.attn_implementation,
+        "--max-steps",
+        str(args.max_steps),
+        "--warmup-steps",
+        str(args.warmup_steps),
+        "--mbs",
+        str(args.mbs),
+        "--seq-length",
+        str(args.seq_length),
+        "--compile",
+        kind,
+        "--scale",
+        args.scale,
+        "--device",
+        args.device,
+        "--dtype",
+        args.dtype,
+        "--seed",
+        str(args.seed),
+        "--lr",
+        str(args.lr),
+        "--json",
+        json_path,
+        "--isolate",
+        "none",
+        "--dyngen-executor",
+        args.dyngen_executor,
+        "--child",
+    ]
     if args.no_model_shims:
         a.append("--no-model-shims")
     if args.seq_lengths:
         a += ["--seq-lengths", ",".join(map(str, args.seq_lengths))]
-    for flag, v in (("--fixed-num-hidden-layers", args.fixed_num_hidden_layers),
-                    ("--threads", args.threads), ("--time-budget", args.time_budget),
-                    ("--backend-timeout", timeout_for(args, kind))):
+    for flag, v in (
+        ("--fixed-num-hidden-layers", args.fixed_num_hidden_layers),
+        ("--threads", args.threads),
+        ("--time-budget", args.time_budget),
+        ("--backend-timeout", timeout_for(args, kind)),
+    ):
         if v is not None:
             a += [flag, str(v)]
     if args.quiet:
@@ -458,20 +586,29 @@ def run_isolated(args, kind: str) -> dict:
         t0 = time.perf_counter()
         try:
             limit = timeout_for(args, kind)
-            proc = subprocess.run(child_argv(args, kind, out),
-                                  timeout=limit + 60 if limit else None)
+            proc = subprocess.run(
+                child_argv(args, kind, out), timeout=limit + 60 if limit else None
+            )
             rc = proc.returncode
         except subprocess.TimeoutExpired:
-            return {"backend": kind, "status": "error", "steps": [],
-                    "error": f"timeout: its process was killed after {limit + 60:g} s",
-                    "wall_s": round(time.perf_counter() - t0, 2)}
+            return {
+                "backend": kind,
+                "status": "error",
+                "steps": [],
+                "error": f"timeout: its process was killed after {limit + 60:g} s",
+                "wall_s": round(time.perf_counter() - t0, 2),
+            }
         if os.path.exists(out):
             payload = json.loads(Path(out).read_text())
             return payload["backends"][kind]
         why = f"signal {-rc}" if rc < 0 else f"exit status {rc}"
-        return {"backend": kind, "status": "error", "steps": [],
-                "error": f"its process died ({why}) before writing results",
-                "wall_s": round(time.perf_counter() - t0, 2)}
+        return {
+            "backend": kind,
+            "status": "error",
+            "steps": [],
+            "error": f"its process died ({why}) before writing results",
+            "wall_s": round(time.perf_counter() - t0, 2),
+        }
 
 
 def environment(args) -> dict:
@@ -485,11 +622,17 @@ def environment(args) -> dict:
         except md.PackageNotFoundError:
             return None
 
-    env = {"python": platform.python_version(), "platform": platform.platform(),
-           "cpu_count": os.cpu_count(), "torch": torch.__version__,
-           "transformers": ver("transformers"), "peft": ver("peft"),
-           "lightning-thunder": ver("lightning-thunder"), "dyngen": ver("dyngen"),
-           "torch_threads": torch.get_num_threads()}
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "transformers": ver("transformers"),
+        "peft": ver("peft"),
+        "lightning-thunder": ver("lightning-thunder"),
+        "dyngen": ver("dyngen"),
+        "torch_threads": torch.get_num_threads(),
+    }
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
         env["cuda"] = torch.version.cuda
@@ -525,18 +668,28 @@ def main(argv=None) -> int:
 
 
 def make_meta(args, raw) -> dict:
-    return {"argv": raw, "model": args.model, "scale": args.scale,
-            "layers": _layers(args), "mbs": args.mbs, "seq_length": args.seq_length,
-            "seq_lengths": args.seq_lengths,
-            "max_steps": args.max_steps, "warmup_steps": args.warmup_steps,
-            "attn_implementation": args.attn_implementation, "dtype": args.dtype,
-            "seed": args.seed, "config": models.config_values(args.model, args.scale,
-                                                              _layers(args)),
-            "expert_mlp": models.MODELS[args.model]["expert_mlp"],
-            "methods": {"compile_events": "metrics.py Note [Compile events]",
-                        "compile_s": "metrics.py Note [Compile time]",
-                        "peak_mem": "metrics.py Note [Peak memory]"},
-            "environment": environment(args)}
+    return {
+        "argv": raw,
+        "model": args.model,
+        "scale": args.scale,
+        "layers": _layers(args),
+        "mbs": args.mbs,
+        "seq_length": args.seq_length,
+        "seq_lengths": args.seq_lengths,
+        "max_steps": args.max_steps,
+        "warmup_steps": args.warmup_steps,
+        "attn_implementation": args.attn_implementation,
+        "dtype": args.dtype,
+        "seed": args.seed,
+        "config": models.config_values(args.model, args.scale, _layers(args)),
+        "expert_mlp": models.MODELS[args.model]["expert_mlp"],
+        "methods": {
+            "compile_events": "metrics.py Note [Compile events]",
+            "compile_s": "metrics.py Note [Compile time]",
+            "peak_mem": "metrics.py Note [Peak memory]",
+        },
+        "environment": environment(args),
+    }
 
 
 def compare_losses(results: dict) -> None:
@@ -547,15 +700,18 @@ def compare_losses(results: dict) -> None:
         losses = [s["loss"] for s in r.get("steps", [])]
         n = min(len(losses), len(eager_loss))
         if kind != "eager" and n:
-            r["max_abs_loss_diff_vs_eager"] = max(abs(a - b) for a, b in
-                                                  zip(losses[:n], eager_loss[:n]))
+            r["max_abs_loss_diff_vs_eager"] = max(
+                abs(a - b) for a, b in zip(losses[:n], eager_loss[:n])
+            )
 
 
 def print_report(args, results: dict) -> int:
     print()
-    print(f"{args.model}  scale={args.scale}  layers={_layers(args) or 'all'}  "
-          f"mbs={args.mbs}  seq={_lengths_text(args)}  steps={args.max_steps} "
-          f"(warm-up {args.warmup_steps})  device={results[args.backends[0]].get('device', '?')}")
+    print(
+        f"{args.model}  scale={args.scale}  layers={_layers(args) or 'all'}  "
+        f"mbs={args.mbs}  seq={_lengths_text(args)}  steps={args.max_steps} "
+        f"(warm-up {args.warmup_steps})  device={results[args.backends[0]].get('device', '?')}"
+    )
     print(report.table(results))
     for kind, r in results.items():
         if r.get("status") == "error" and r.get("traceback"):

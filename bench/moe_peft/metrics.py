@@ -34,6 +34,7 @@ CUDA: torch.cuda.max_memory_allocated, reset before each step. CPU: the process'
 set (VmHWM), reset before each step by writing 5 to /proc/self/clear_refs (Linux); where that is
 refused, ru_maxrss (a peak over the whole process, marked "ru_maxrss").
 """
+
 from __future__ import annotations
 
 import re
@@ -43,8 +44,15 @@ import time
 
 import torch
 
-EVENT_KEYS = ("dynamo_frames", "dynamo_recompiles", "dynamo_graphs", "thunder_cache_misses",
-              "dyngen_graphs", "dyngen_nvrtc", "dyngen_fallbacks")
+EVENT_KEYS = (
+    "dynamo_frames",
+    "dynamo_recompiles",
+    "dynamo_graphs",
+    "thunder_cache_misses",
+    "dyngen_graphs",
+    "dyngen_nvrtc",
+    "dyngen_fallbacks",
+)
 TOTAL_KEYS = ("dynamo_frames", "thunder_cache_misses", "dyngen_graphs")
 
 
@@ -72,6 +80,7 @@ class Timer:
 
 
 # ---- peak memory (Note [Peak memory]) -----------------------------------------------------------
+
 
 def _vm_hwm_kib() -> int | None:
     try:
@@ -110,6 +119,7 @@ class PeakMemory:
 
 # ---- compile events (Note [Compile events]) ------------------------------------------------------
 
+
 def enable_dynamo_metrics() -> None:
     """Keep every frame's compilation metrics (the default keeps the last 64)."""
     from torch._dynamo import utils
@@ -134,8 +144,11 @@ class CompileProbe:
             import thunder
 
             backend = self.compiled._backend
-            return sum(thunder.cache_misses(fn) for info in backend.subgraph_infos
-                       for fn in (info.thunder_compiled_fns or []))
+            return sum(
+                thunder.cache_misses(fn)
+                for info in backend.subgraph_infos
+                for fn in (info.thunder_compiled_fns or [])
+            )
         if self.kind == "dyngen":
             import dyngen
 
@@ -144,13 +157,15 @@ class CompileProbe:
 
     def snapshot(self) -> dict:
         c = self._counters
-        metrics = list(self._metrics())[self._base_metrics:]
+        metrics = list(self._metrics())[self._base_metrics :]
         snap = {
             "dynamo_frames": int(c["frames"]["total"]),
             "dynamo_recompiles": sum(1 for m in metrics if m.recompile_reason),
             "dynamo_graphs": int(c["stats"]["unique_graphs"]),
             "thunder_cache_misses": self._thunder_misses(),
-            "dyngen_graphs": 0, "dyngen_nvrtc": 0, "dyngen_fallbacks": 0,
+            "dyngen_graphs": 0,
+            "dyngen_nvrtc": 0,
+            "dyngen_fallbacks": 0,
             "dynamo_compile_s": sum(m.entire_frame_compile_time_s or 0.0 for m in metrics),
         }
         if self.kind == "dyngen":
@@ -163,9 +178,12 @@ class CompileProbe:
         return snap
 
     def recompile_reasons(self, limit: int = 20) -> list[str]:
-        metrics = list(self._metrics())[self._base_metrics:]
-        return [f"{m.co_name}: {m.recompile_reason.strip()[:300]}" for m in metrics
-                if m.recompile_reason][:limit]
+        metrics = list(self._metrics())[self._base_metrics :]
+        return [
+            f"{m.co_name}: {m.recompile_reason.strip()[:300]}"
+            for m in metrics
+            if m.recompile_reason
+        ][:limit]
 
 
 def delta(after: dict, before: dict) -> dict:
@@ -180,6 +198,7 @@ def event_total(d: dict) -> int:
 
 # ---- summary -------------------------------------------------------------------------------------
 
+
 def summarize(steps: list[dict], warmup: int, tokens_per_step: int) -> dict:
     """Steady-state figures over the measured steps (index >= warmup); Note [Compile time]."""
     measured = [s for s in steps if s["step"] >= warmup]
@@ -191,19 +210,29 @@ def summarize(steps: list[dict], warmup: int, tokens_per_step: int) -> dict:
     out["events_after_warmup"] = {k: sum(s["events"][k] for s in measured) for k in EVENT_KEYS}
     out["dynamo_compile_s"] = round(sum(s["events"]["dynamo_compile_s"] for s in steps), 3)
     if not measured:
-        out.update(steady_ms=None, mean_ms=None, min_ms=None, tokens_per_s=None, compile_s=None,
-                   steady_basis="no measured steps")
+        out.update(
+            steady_ms=None,
+            mean_ms=None,
+            min_ms=None,
+            tokens_per_s=None,
+            compile_s=None,
+            steady_basis="no measured steps",
+        )
         return out
     quiet = [s["ms"] for s in measured if s["compile_events"] == 0]
     basis = quiet if quiet else [s["ms"] for s in measured]
     steady = statistics.median(basis)
     out["steady_ms"] = round(steady, 3)
-    out["steady_basis"] = (f"median of {len(quiet)} measured steps without compile events" if quiet
-                           else "median of all measured steps (every one compiled)")
+    out["steady_basis"] = (
+        f"median of {len(quiet)} measured steps without compile events"
+        if quiet
+        else "median of all measured steps (every one compiled)"
+    )
     out["mean_ms"] = round(statistics.fmean(s["ms"] for s in measured), 3)
     out["min_ms"] = round(min(s["ms"] for s in measured), 3)
     out["tokens_per_s"] = round(tokens_per_step / (steady / 1000.0), 1)
-    out["compile_s"] = round(sum(max(0.0, s["ms"] - steady) for s in steps
-                                 if s["compile_events"]) / 1000.0, 3)
+    out["compile_s"] = round(
+        sum(max(0.0, s["ms"] - steady) for s in steps if s["compile_events"]) / 1000.0, 3
+    )
     out["peak_mem_mib"] = round(max(s["peak_mem_mib"] for s in steps), 1)
     return out

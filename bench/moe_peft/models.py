@@ -50,6 +50,7 @@ so d out / d scores = m * (onehot(e) - g) * grad, exactly the Function's backwar
 unchanged (h - h.detach() == 0). It is applied for every backend alike; --no-model-shims restores
 the original.
 """
+
 from __future__ import annotations
 
 import copy
@@ -61,8 +62,9 @@ from pathlib import Path
 import torch
 
 CONFIGS_PATH = Path(__file__).resolve().parent / "moe_configs.json"
-MODELS: dict = {k: v for k, v in json.loads(CONFIGS_PATH.read_text()).items()
-                if not k.startswith("_")}
+MODELS: dict = {
+    k: v for k, v in json.loads(CONFIGS_PATH.read_text()).items() if not k.startswith("_")
+}
 MODEL_NAMES = list(MODELS)
 
 LORA_R, LORA_ALPHA = 16, 32
@@ -93,17 +95,23 @@ def config_values(name: str, scale: str = "full", num_layers: int | None = None)
         if isinstance(rs, str):  # Note [Phi-3.5-MoE RoPE]: the JSON describes it in words
             half = values["hidden_size"] // values["num_attention_heads"] // 2
             orig = values["original_max_position_embeddings"]
-            mscale = math.sqrt(1 + math.log(values["max_position_embeddings"] / orig)
-                               / math.log(orig))
-            values["rope_scaling"] = {"rope_type": "longrope", "short_factor": [1.0] * half,
-                                      "long_factor": [1.0] * half, "short_mscale": mscale,
-                                      "long_mscale": mscale,
-                                      "original_max_position_embeddings": orig}
+            mscale = math.sqrt(
+                1 + math.log(values["max_position_embeddings"] / orig) / math.log(orig)
+            )
+            values["rope_scaling"] = {
+                "rope_type": "longrope",
+                "short_factor": [1.0] * half,
+                "long_factor": [1.0] * half,
+                "short_mscale": mscale,
+                "long_mscale": mscale,
+                "original_max_position_embeddings": orig,
+            }
     return values
 
 
-def make_config(name: str, scale: str = "full", num_layers: int | None = None,
-                attn_implementation: str = "sdpa"):
+def make_config(
+    name: str, scale: str = "full", num_layers: int | None = None, attn_implementation: str = "sdpa"
+):
     """A transformers config with every key passed explicitly (class defaults differ)."""
     from transformers import DbrxConfig, OlmoeConfig, PhimoeConfig
 
@@ -119,28 +127,36 @@ def make_config(name: str, scale: str = "full", num_layers: int | None = None,
 
 @dataclass
 class Built:
-    model: torch.nn.Module        # the PEFT model
+    model: torch.nn.Module  # the PEFT model
     config: object
     trainable: int
     total: int
-    lora_modules: list[str]       # distinct module names LoRA wrapped (suffixes)
+    lora_modules: list[str]  # distinct module names LoRA wrapped (suffixes)
     vocab_size: int
-    shims: list[str]              # Note [PhiMoE rotary seq_len]
+    shims: list[str]  # Note [PhiMoE rotary seq_len]
 
 
-def build(name: str, *, scale: str = "full", num_layers: int | None = None,
-          attn_implementation: str = "sdpa", dtype: torch.dtype = torch.bfloat16,
-          device: str | torch.device = "cpu", seed: int = 0, shims: bool = True) -> Built:
+def build(
+    name: str,
+    *,
+    scale: str = "full",
+    num_layers: int | None = None,
+    attn_implementation: str = "sdpa",
+    dtype: torch.dtype = torch.bfloat16,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    shims: bool = True,
+) -> Built:
     """Random-weight model + LoRA (r=16, alpha=32, all linear layers but lm_head)."""
+    import transformers
     from peft import LoraConfig, get_peft_model
     from transformers import DbrxForCausalLM, OlmoeForCausalLM, PhimoeForCausalLM
 
-    import transformers
-
     transformers.logging.set_verbosity_error()  # rope_scaling key notes for the synthetic longrope
     cfg = make_config(name, scale, num_layers, attn_implementation)
-    cls = {"olmoe": OlmoeForCausalLM, "phimoe": PhimoeForCausalLM,
-           "dbrx": DbrxForCausalLM}[cfg.model_type]
+    cls = {"olmoe": OlmoeForCausalLM, "phimoe": PhimoeForCausalLM, "dbrx": DbrxForCausalLM}[
+        cfg.model_type
+    ]
     torch.manual_seed(seed)
     old = torch.get_default_dtype()
     torch.set_default_dtype(dtype)  # weights are created in dtype (no fp32 copy at full scale)
@@ -151,8 +167,9 @@ def build(name: str, *, scale: str = "full", num_layers: int | None = None,
         torch.set_default_dtype(old)
     model.config.use_cache = False
     shim_notes = apply_shims(model) if shims else remove_shims()
-    lora = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0,
-                      target_modules="all-linear", bias="none")
+    lora = LoraConfig(
+        r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear", bias="none"
+    )
     model = get_peft_model(model, lora)  # adapters in fp32 (autocast_adapter_dtype), as the seed
     model.train()
     # LoRA B starts at zero; give it small random values so that adapter gradients and the
@@ -164,8 +181,13 @@ def build(name: str, *, scale: str = "full", num_layers: int | None = None,
                 p.copy_((torch.randn(p.shape, generator=g) * 0.02).to(p.dtype))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
-    wrapped = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                      if hasattr(m, "lora_A") and hasattr(m, "base_layer")})
+    wrapped = sorted(
+        {
+            n.rsplit(".", 1)[-1]
+            for n, m in model.named_modules()
+            if hasattr(m, "lora_A") and hasattr(m, "base_layer")
+        }
+    )
     return Built(model, cfg, trainable, total, wrapped, cfg.vocab_size, shim_notes)
 
 
@@ -192,8 +214,10 @@ def apply_shims(model) -> list[str]:
             original = modeling_phimoe.MultiplierProcessor
             modeling_phimoe._bench_original_MultiplierProcessor = original
             modeling_phimoe.MultiplierProcessor = _MultiplierStraightThrough
-        done.append("modeling_phimoe.MultiplierProcessor -> straight-through formulation "
-                    "(same value and gradients)")
+        done.append(
+            "modeling_phimoe.MultiplierProcessor -> straight-through formulation "
+            "(same value and gradients)"
+        )
     for name, mod in model.named_modules():
         if type(mod).__name__ == "PhimoeRotaryEmbedding" and not getattr(mod, "_bench_shim", 0):
             orig = mod.forward
@@ -204,8 +228,10 @@ def apply_shims(model) -> list[str]:
 
             mod.forward = types.MethodType(forward, mod)
             mod._bench_shim = 1
-            done.append(f"{name}: PhimoeRotaryEmbedding seq_len = hidden_states.shape[1] "
-                        "(was the tensor cache_position[-1] + 1)")
+            done.append(
+                f"{name}: PhimoeRotaryEmbedding seq_len = hidden_states.shape[1] "
+                "(was the tensor cache_position[-1] + 1)"
+            )
     return done
 
 
@@ -228,8 +254,9 @@ def expert_shape(cfg) -> tuple[int, int, int, int]:
     return cfg.hidden_size, cfg.intermediate_size, experts, cfg.num_experts_per_tok
 
 
-def batch(step: int, mbs: int, seq_length: int, vocab: int, seed: int,
-          device: str | torch.device) -> torch.Tensor:
+def batch(
+    step: int, mbs: int, seq_length: int, vocab: int, seed: int, device: str | torch.device
+) -> torch.Tensor:
     """Random token ids for one step: the same for every backend (depends on seed and step)."""
     g = torch.Generator(device="cpu").manual_seed(seed * 1_000_003 + step)
     return torch.randint(0, vocab, (mbs, seq_length), generator=g).to(device)

@@ -1,12 +1,23 @@
 """The results table, the JSON file and the step-time plot."""
+
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
 
-COLUMNS = ("backend", "steady step ms", "vs eager", "mean step ms", "tokens/s",
-           "compile events after warm-up", "total compiles", "compile s", "peak MiB", "status")
+COLUMNS = (
+    "backend",
+    "steady step ms",
+    "vs eager",
+    "mean step ms",
+    "tokens/s",
+    "compile events after warm-up",
+    "total compiles",
+    "compile s",
+    "peak MiB",
+    "status",
+)
 TOTAL_KEYS = ("dynamo_frames", "thunder_cache_misses", "dyngen_graphs")  # metrics.TOTAL_KEYS
 
 
@@ -48,20 +59,38 @@ def rows(results: dict) -> list[list[str]]:
         stop = r.get("events_at_stop")
         if stop and r.get("status") == "error":
             total = f"{sum(stop[k] for k in TOTAL_KEYS)} by the stop"
-        out.append([name, _fmt(steady), _fmt(ratio, 2) + ("x" if ratio else ""),
-                    _fmt(s.get("mean_ms")), _fmt(s.get("tokens_per_s"), 0), _fmt(after),
-                    _fmt(total), _fmt(s.get("compile_s"), 2),
-                    _fmt(s.get("peak_mem_mib"), 0), status])
+        out.append(
+            [
+                name,
+                _fmt(steady),
+                _fmt(ratio, 2) + ("x" if ratio else ""),
+                _fmt(s.get("mean_ms")),
+                _fmt(s.get("tokens_per_s"), 0),
+                _fmt(after),
+                _fmt(total),
+                _fmt(s.get("compile_s"), 2),
+                _fmt(s.get("peak_mem_mib"), 0),
+                status,
+            ]
+        )
     return out
 
 
 def table(results: dict) -> str:
     body = rows(results)
-    widths = [max(len(c), *(len(r[i]) for r in body)) if body else len(c)
-              for i, c in enumerate(COLUMNS)]
+    widths = [
+        max(len(c), *(len(r[i]) for r in body)) if body else len(c) for i, c in enumerate(COLUMNS)
+    ]
     widths[-1] = max(len(COLUMNS[-1]), *(min(len(r[-1]), 100) for r in body)) if body else 6
-    line = lambda cells: "| " + " | ".join(  # noqa: E731
-        (c if len(c) <= w else c[: w - 3] + "...").ljust(w) for c, w in zip(cells, widths)) + " |"
+    line = (
+        lambda cells: (
+            "| "
+            + " | ".join(  # noqa: E731
+                (c if len(c) <= w else c[: w - 3] + "...").ljust(w) for c, w in zip(cells, widths)
+            )
+            + " |"
+        )
+    )
     sep = "|-" + "-|-".join("-" * w for w in widths) + "-|"
     return "\n".join([line(COLUMNS), sep] + [line(r) for r in body])
 
@@ -90,7 +119,7 @@ def plot(path: str | Path, results: dict, title: str, warmup: int) -> str | None
             continue
         xs = [s["step"] for s in steps]
         ys = [s["ms"] for s in steps]
-        line, = ax.plot(xs, ys, marker="o", markersize=3, label=name)
+        (line,) = ax.plot(xs, ys, marker="o", markersize=3, label=name)
         comp = [(x, y) for x, y, s in zip(xs, ys, steps) if s["compile_events"]]
         if comp:
             ax.scatter(*zip(*comp), marker="x", s=40, color=line.get_color())

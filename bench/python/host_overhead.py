@@ -21,6 +21,7 @@ Needs libdyngen.so (the C executor). Times are medians over repeated batches of 
 build/bench/runtime_bench present, its C++ numbers for the same work (BM_LaunchPrepare,
 BM_LaunchPack) are printed too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,9 @@ def graph_inputs(graph, n: int) -> list:
 def describe(exe) -> dict:
     """dg_executable_describe's JSON (kernels, target, ...)."""
     j = ctypes.c_void_p()
-    _capi._check(exe._lib.dg_executable_describe(exe._exe, ctypes.byref(j)),
-                 "dg_executable_describe")
+    _capi._check(
+        exe._lib.dg_executable_describe(exe._exe, ctypes.byref(j)), "dg_executable_describe"
+    )
     try:
         return json.loads(ctypes.string_at(j).decode())
     finally:
@@ -105,6 +107,7 @@ def c_path(exe, inputs):
     def call():
         if prepare(e, ins, n_in, outs, n_out, size_ref) or dry(e, ins, n_in, outs, n_out, ws_ptr):
             raise RuntimeError(lib.dg_last_error().decode())
+
     call.keep = (keep, ws)
     return call
 
@@ -124,9 +127,17 @@ def runtime_bench_numbers() -> dict:
     if not exe.is_file():
         return {}
     try:
-        r = subprocess.run([str(exe), "--benchmark_filter=BM_Launch", "--benchmark_format=json",
-                            "--benchmark_min_time=0.2"], capture_output=True, text=True,
-                           timeout=120)
+        r = subprocess.run(
+            [
+                str(exe),
+                "--benchmark_filter=BM_Launch",
+                "--benchmark_format=json",
+                "--benchmark_min_time=0.2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         rows = json.loads(r.stdout)["benchmarks"]
     except (OSError, ValueError, KeyError, subprocess.SubprocessError):
         return {}
@@ -142,9 +153,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=30, help="timed batches per measure")
     ap.add_argument("--eager-repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the eager module")
-    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                    help="wall: perf_counter; cpu: this thread's CPU time (steadier on a busy "
-                         "machine; the eager module's other threads are not counted)")
+    ap.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="wall: perf_counter; cpu: this thread's CPU time (steadier on a busy "
+        "machine; the eager module's other threads are not counted)",
+    )
     args = ap.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -160,6 +175,7 @@ def main() -> None:
     path = Path(args.graph)
     if path.suffix == ".fb":
         from dyngen.core.capi import core_print
+
         text, _ = core_print(path.read_bytes())
     else:
         text = path.read_text()
@@ -168,6 +184,7 @@ def main() -> None:
     module = small = None
     if path.resolve() == SEED_GRAPH.resolve():  # the module the graph was exported from
         from show_graphs import build_expert
+
         torch.manual_seed(0)
         module = build_expert(2048, 1024, 16, 32).eval()
         small = build_expert(64, 32, 16, 32).eval()
@@ -193,19 +210,24 @@ def main() -> None:
     assert _capi.get_stats()["launches"] == launches_before, "a dry run launched kernels"
 
     d = describe(exe)
-    print(f"graph {path.name}: {graph.num_nodes()} IR nodes -> {len(d['kernels'])} kernels "
-          f"(target {d.get('target')}); torch threads {args.threads}; medians per call, "
-          f"{args.clock} clock")
+    print(
+        f"graph {path.name}: {graph.num_nodes()} IR nodes -> {len(d['kernels'])} kernels "
+        f"(target {d.get('target')}); torch threads {args.threads}; medians per call, "
+        f"{args.clock} clock"
+    )
     print(f"an empty ctypes call (free(NULL)) costs {empty_us:.2f} us")
-    cols = ["tokens", "(a) python", "(b) ctypes", "C only", "(c) eager", "eager ops", "a/c",
-            "b/c"]
+    cols = ["tokens", "(a) python", "(b) ctypes", "C only", "(c) eager", "eager ops", "a/c", "b/c"]
     print(" | ".join(f"{c:>10}" for c in cols))
     print("-" * (13 * len(cols) - 3))
     for r in rows:
         cells = [str(r["tokens"]), f"{r['a']:.1f} us", f"{r['b']:.1f} us", f"{r['c_only']:.1f} us"]
         if "eager" in r:
-            cells += [f"{r['eager'] / 1e3:.1f} ms", str(r["ops"]), f"{r['a'] / r['eager']:.3%}",
-                      f"{r['b'] / r['eager']:.3%}"]
+            cells += [
+                f"{r['eager'] / 1e3:.1f} ms",
+                str(r["ops"]),
+                f"{r['a'] / r['eager']:.3%}",
+                f"{r['b'] / r['eager']:.3%}",
+            ]
         else:
             cells += ["-"] * 4
         print(" | ".join(f"{c:>10}" for c in cells))
@@ -214,12 +236,17 @@ def main() -> None:
         with torch.no_grad():
             floor_us = per_call_ns(lambda: small(xs), 20, args.repeats) / 1e3
         a_med = statistics.median(r["a"] for r in rows)
-        print(f"(d) eager host floor (same module at hidden 64, ffn 32, 2 tokens): "
-              f"{floor_us:.0f} us per forward; (a) is {a_med / floor_us:.1%} of it")
+        print(
+            f"(d) eager host floor (same module at hidden 64, ffn 32, 2 tokens): "
+            f"{floor_us:.0f} us per forward; (a) is {a_med / floor_us:.1%} of it"
+        )
     cxx = runtime_bench_numbers()
     if cxx:
-        print("C++ build/bench/runtime_bench (sm_90a plan, s=512): " + ", ".join(
-            f"{k} {v:.2f} us" for k, v in sorted(cxx.items())))
+        print(
+            "C++ build/bench/runtime_bench (sm_90a plan, s=512): "
+            + ", ".join(f"{k} {v:.2f} us" for k, v in sorted(cxx.items()))
+        )
+
 
 if __name__ == "__main__":
     main()

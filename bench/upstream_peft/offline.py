@@ -20,6 +20,7 @@ model's own transformers `_init_weights` on every module, recomputes each rotary
 other weight from N(0, initializer_range)), and fails if anything is left NaN. The script's own
 `reset_parameters` pass then runs as written. All of it draws from a generator seeded by --seed.
 """
+
 from __future__ import annotations
 
 import importlib.machinery
@@ -48,7 +49,7 @@ class InMemoryDataset:
         self.rows = rows
 
     @classmethod
-    def from_dict(cls, columns: dict) -> "InMemoryDataset":
+    def from_dict(cls, columns: dict) -> InMemoryDataset:
         n = len(next(iter(columns.values())))
         return cls([{k: v[i] for k, v in columns.items()} for i in range(n)])
 
@@ -73,6 +74,7 @@ def provide_datasets() -> str | None:
     """Installs InMemoryDataset as `datasets` when the package is missing; returns a note."""
     try:
         import datasets  # noqa: F401
+
         return None
     except ImportError:
         mod = types.ModuleType("datasets")
@@ -114,8 +116,9 @@ def initialise(model, seed: int) -> None:
                 t.fill_(float("nan"))
         hf.apply(hf._init_weights)
         for m in model.modules():
-            if hasattr(m, "rope_init_fn") and isinstance(getattr(m, "inv_freq", None),
-                                                         torch.Tensor):
+            if hasattr(m, "rope_init_fn") and isinstance(
+                getattr(m, "inv_freq", None), torch.Tensor
+            ):
                 inv, scaling = m.rope_init_fn(m.config, m.inv_freq.device)
                 m.inv_freq.copy_(inv)
                 if isinstance(getattr(m, "original_inv_freq", None), torch.Tensor):
@@ -124,7 +127,7 @@ def initialise(model, seed: int) -> None:
             elif isinstance(getattr(m, "inv_freq", None), torch.Tensor) and hasattr(m, "base"):
                 # DBRX's rotary: inv_freq from `dim` and `base`, as its __init__ computes it
                 steps = torch.arange(0, m.dim, 2, dtype=torch.int64).float() / m.dim
-                m.inv_freq.copy_(1.0 / (m.base ** steps))
+                m.inv_freq.copy_(1.0 / (m.base**steps))
         for mname, m in model.named_modules():
             for pname, p in m.named_parameters(recurse=False):
                 if not torch.isnan(p).any():
@@ -135,7 +138,10 @@ def initialise(model, seed: int) -> None:
                     p.fill_(1.0)
                 else:
                     p.normal_(0.0, std)
-        left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers())
-                if t.is_floating_point() and torch.isnan(t).any()]
+        left = [
+            n
+            for n, t in list(model.named_parameters()) + list(model.named_buffers())
+            if t.is_floating_point() and torch.isnan(t).any()
+        ]
     if left:
         raise RuntimeError(f"left uninitialised: {', '.join(left[:10])}")

@@ -14,6 +14,7 @@ it sets up ThunderFX (the same Dynamo settings, NvtxProfileTransform, executors)
 records the loss (at `loss.backward()`), Thunder's cache misses, and dyngen's compiles and
 fallbacks (at `optimizer.step()`). The parent prints one table per model, eager's losses beside.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,12 @@ REPO = HERE.parents[1]
 for p in (HERE, REPO / "bench" / "moe_peft", REPO / "frontends" / "python"):
     sys.path.insert(0, str(p))
 
-MODELS = ["allenai/OLMoE-1B-7B-0924", "microsoft/Phi-3.5-MoE-instruct", "microsoft/GRIN-MoE",
-          "Undi95/dbrx-base"]
+MODELS = [
+    "allenai/OLMoE-1B-7B-0924",
+    "microsoft/Phi-3.5-MoE-instruct",
+    "microsoft/GRIN-MoE",
+    "Undi95/dbrx-base",
+]
 BACKENDS = ("eager", "thunder", "dyngen")
 
 
@@ -49,39 +54,50 @@ class StepLog:
             import dyngen
 
             s = dyngen.stats()
-            return {"thunder_cache_misses": s["thunder_cache_misses"],
-                    "dyngen_compiles": s["graphs_compiled"],
-                    "dyngen_fallbacks": len(s["fallbacks"])}
+            return {
+                "thunder_cache_misses": s["thunder_cache_misses"],
+                "dyngen_compiles": s["graphs_compiled"],
+                "dyngen_fallbacks": len(s["fallbacks"]),
+            }
         misses = 0
         if self.compiled is not None:
             import thunder
 
-            misses = sum(thunder.cache_misses(fn) for i in self.compiled._backend.subgraph_infos
-                         for fn in (i.thunder_compiled_fns or []))
+            misses = sum(
+                thunder.cache_misses(fn)
+                for i in self.compiled._backend.subgraph_infos
+                for fn in (i.thunder_compiled_fns or [])
+            )
         return {"thunder_cache_misses": misses, "dyngen_compiles": 0, "dyngen_fallbacks": 0}
 
     def end_step(self) -> None:
         now = self.counters()
-        self.steps.append({"step": len(self.steps), "loss": self.loss,
-                           **{k: now[k] - self.base[k] for k in now}})
+        self.steps.append(
+            {"step": len(self.steps), "loss": self.loss, **{k: now[k] - self.base[k] for k in now}}
+        )
         self.base = now
 
 
 def install_hooks(args, log: StepLog) -> list[str]:
     import random
 
-    import torch
-    import thunder.dynamo
-    from thunder.benchmarks import benchmark_peft as bp
-
     import models
     import offline
+    import thunder.dynamo
+    import torch
+    from thunder.benchmarks import benchmark_peft as bp
 
     notes = offline.cpu_redirects()
     cfg = models.make_config(args.model, "tiny", args.layers, "sdpa")
-    bp.AutoConfig = type("LocalConfig", (), {
-        "from_pretrained": staticmethod(lambda name, **kw: models.make_config(
-            name, "tiny", args.layers, "sdpa"))})
+    bp.AutoConfig = type(
+        "LocalConfig",
+        (),
+        {
+            "from_pretrained": staticmethod(
+                lambda name, **kw: models.make_config(name, "tiny", args.layers, "sdpa")
+            )
+        },
+    )
     bp.get_tokenizer = lambda name, trust_remote_code=False: offline.WordTokenizer(cfg.vocab_size)
 
     to_empty = torch.nn.Module.to_empty
@@ -135,10 +151,21 @@ def child(args) -> dict:
 
     log = StepLog(args.backend)
     notes = install_hooks(args, log) + ([note] if note else [])
-    script_argv = ["benchmark_peft.py", "--model", args.model, "--max-steps", str(args.max_steps),
-                   "--skip-iters", "1", "--seq-length", str(args.seq_length),
-                   "--fixed-num-hidden-layers", str(args.layers),
-                   "--compile", "eager" if args.backend == "eager" else "thunder"]
+    script_argv = [
+        "benchmark_peft.py",
+        "--model",
+        args.model,
+        "--max-steps",
+        str(args.max_steps),
+        "--skip-iters",
+        "1",
+        "--seq-length",
+        str(args.seq_length),
+        "--fixed-num-hidden-layers",
+        str(args.layers),
+        "--compile",
+        "eager" if args.backend == "eager" else "thunder",
+    ]
     sys.argv = script_argv + args.script_args
     result = {"model": args.model, "backend": args.backend, "argv": sys.argv, "notes": notes}
     try:
@@ -159,22 +186,45 @@ def child(args) -> dict:
 def run_child(args, model: str, backend: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        cmd = [sys.executable, __file__, "--child", "--model", model, "--backend", backend,
-               "--max-steps", str(args.max_steps), "--seq-length", str(args.seq_length),
-               "--layers", str(args.layers), "--seed", str(args.seed), "--out", str(out), "--",
-               *args.script_args]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            "--model",
+            model,
+            "--backend",
+            backend,
+            "--max-steps",
+            str(args.max_steps),
+            "--seq-length",
+            str(args.seq_length),
+            "--layers",
+            str(args.layers),
+            "--seed",
+            str(args.seed),
+            "--out",
+            str(out),
+            "--",
+            *args.script_args,
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if out.exists():
             return json.loads(out.read_text())
-        return {"model": model, "backend": backend, "steps": [],
-                "status": f"error: process exit {p.returncode}: {p.stderr.strip()[-300:]}"}
+        return {
+            "model": model,
+            "backend": backend,
+            "steps": [],
+            "status": f"error: process exit {p.returncode}: {p.stderr.strip()[-300:]}",
+        }
 
 
 def table(model: str, runs: dict) -> str:
-    lines = [f"{model}",
-             "| step | eager loss | thunder loss | thunder cache misses | dyngen loss "
-             "| dyngen compiles | dyngen thunder misses | dyngen fallbacks |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{model}",
+        "| step | eager loss | thunder loss | thunder cache misses | dyngen loss "
+        "| dyngen compiles | dyngen thunder misses | dyngen fallbacks |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     n = max((len(r["steps"]) for r in runs.values()), default=0)
 
     def cell(kind, i, key, fmt="{}"):
@@ -182,12 +232,14 @@ def table(model: str, runs: dict) -> str:
         return fmt.format(steps[i][key]) if i < len(steps) and steps[i][key] is not None else "-"
 
     for i in range(n):
-        lines.append(f"| {i} | {cell('eager', i, 'loss', '{:.5f}')} | "
-                     f"{cell('thunder', i, 'loss', '{:.5f}')} | "
-                     f"{cell('thunder', i, 'thunder_cache_misses')} | "
-                     f"{cell('dyngen', i, 'loss', '{:.5f}')} | {cell('dyngen', i, 'dyngen_compiles')}"
-                     f" | {cell('dyngen', i, 'thunder_cache_misses')} | "
-                     f"{cell('dyngen', i, 'dyngen_fallbacks')} |")
+        lines.append(
+            f"| {i} | {cell('eager', i, 'loss', '{:.5f}')} | "
+            f"{cell('thunder', i, 'loss', '{:.5f}')} | "
+            f"{cell('thunder', i, 'thunder_cache_misses')} | "
+            f"{cell('dyngen', i, 'loss', '{:.5f}')} | {cell('dyngen', i, 'dyngen_compiles')}"
+            f" | {cell('dyngen', i, 'thunder_cache_misses')} | "
+            f"{cell('dyngen', i, 'dyngen_fallbacks')} |"
+        )
     for kind, r in runs.items():
         lines.append(f"{kind}: {r['status']}")
         for f in r.get("fallbacks", []):
@@ -198,7 +250,9 @@ def table(model: str, runs: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="all", choices=["all"] + MODELS)
-    p.add_argument("--compile", default=",".join(BACKENDS), help="comma list of " + ", ".join(BACKENDS))
+    p.add_argument(
+        "--compile", default=",".join(BACKENDS), help="comma list of " + ", ".join(BACKENDS)
+    )
     p.add_argument("--max-steps", type=int, default=4)
     p.add_argument("--seq-length", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
@@ -207,8 +261,11 @@ def main(argv=None) -> int:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--backend", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
-    p.add_argument("script_args", nargs="*", help="after --: more flags for benchmark_peft.py "
-                                                  "(e.g. --var-seq-length)")
+    p.add_argument(
+        "script_args",
+        nargs="*",
+        help="after --: more flags for benchmark_peft.py (e.g. --var-seq-length)",
+    )
     args = p.parse_args(argv)
     if args.child:
         Path(args.out).write_text(json.dumps(child(args)))

@@ -3,6 +3,7 @@ trains under eager, stock ThunderFX keeps compiling as token counts change (the 
 and dyngen.thunderfx compiles nothing after warm-up (the fix).
 
 Runs in-process (run_backend), a few steps each; about two minutes on two cores."""
+
 from __future__ import annotations
 
 import json
@@ -32,11 +33,22 @@ SEED_COMMANDS = [
     "--mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
     "--model microsoft/Phi-3.5-MoE-instruct --trust-remote-code --attn-implementation eager "
     "--max-steps 100 --mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
-    "--model allenai/OLMoE-1B-7B-0924 --trust-remote-code --attn-implementation sdpa --max-steps 100 "
-    "--mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
+    "--model allenai/OLMoE-1B-7B-0924 --trust-remote-code --attn-implementation sdpa "
+    "--max-steps 100 --mbs 1 --seq-length 4096 --compile thunder --fixed-num-hidden-layers 2",
 ]
-SMALL = ["--scale", "tiny", "--max-steps", "2", "--warmup-steps", "1", "--seq-length", "32",
-         "--device", "cpu", "--quiet"]
+SMALL = [
+    "--scale",
+    "tiny",
+    "--max-steps",
+    "2",
+    "--warmup-steps",
+    "1",
+    "--seq-length",
+    "32",
+    "--device",
+    "cpu",
+    "--quiet",
+]
 
 
 def seed_args(i: int, *extra: str):
@@ -48,7 +60,11 @@ def test_seed_command_lines_parse(i):
     full = seed_args(i)
     assert full.backends == ["thunder"] and full.trust_remote_code
     assert (full.max_steps, full.mbs, full.seq_length, full.fixed_num_hidden_layers) == (
-        100, 1, 4096, 2)
+        100,
+        1,
+        4096,
+        2,
+    )
     assert full.scale == "full" and full.model in models.MODEL_NAMES
     tiny = seed_args(i, *SMALL)
     assert (tiny.scale, tiny.max_steps, tiny.seq_length) == ("tiny", 2, 32)
@@ -56,8 +72,9 @@ def test_seed_command_lines_parse(i):
 
 
 def test_seq_lengths_cycle_per_step():
-    a = bp.parse_args(["--model", models.MODEL_NAMES[0], "--scale", "tiny",
-                       "--seq-lengths", "96,128,112,144"])
+    a = bp.parse_args(
+        ["--model", models.MODEL_NAMES[0], "--scale", "tiny", "--seq-lengths", "96,128,112,144"]
+    )
     assert a.seq_lengths == [96, 128, 112, 144] and a.seq_length == 144
     assert [bp.seq_length_at(a, s) for s in range(6)] == [96, 128, 112, 144, 96, 128]
     assert "--seq-lengths" in bp.child_argv(a, "dyngen", "x.json")
@@ -94,9 +111,25 @@ def test_each_model_trains_under_eager(i):
 
 # Token counts per expert change on every call; DBRX's tiny model (16 experts, top-4, 1 layer)
 # keeps Thunder's per-shape compiles cheap enough for a unit test.
-DYN = ["--model", "Undi95/dbrx-base", "--scale", "tiny", "--fixed-num-hidden-layers", "1",
-       "--attn-implementation", "eager", "--seq-length", "64", "--max-steps", "3",
-       "--warmup-steps", "1", "--device", "cpu", "--quiet"]
+DYN = [
+    "--model",
+    "Undi95/dbrx-base",
+    "--scale",
+    "tiny",
+    "--fixed-num-hidden-layers",
+    "1",
+    "--attn-implementation",
+    "eager",
+    "--seq-length",
+    "64",
+    "--max-steps",
+    "3",
+    "--warmup-steps",
+    "1",
+    "--device",
+    "cpu",
+    "--quiet",
+]
 
 
 def test_stock_thunderfx_recompiles_for_new_token_counts():
@@ -134,10 +167,28 @@ def test_phimoe_runs_under_dyngen_without_model_shims(name):
     dyngen (Note [When Thunder fails]), the router's random draws are PyTorch's (Note [Random
     numbers]), the CPU attention kernel is lowered (Note [Attention by composition]), and
     nothing is compiled after warm-up."""
-    args = bp.parse_args(["--model", name, "--scale", "tiny", "--fixed-num-hidden-layers", "1",
-                          "--seq-length", "64", "--max-steps", "4", "--warmup-steps", "2",
-                          "--device", "cpu", "--quiet", "--no-model-shims", "--compile",
-                          "dyngen"])
+    args = bp.parse_args(
+        [
+            "--model",
+            name,
+            "--scale",
+            "tiny",
+            "--fixed-num-hidden-layers",
+            "1",
+            "--seq-length",
+            "64",
+            "--max-steps",
+            "4",
+            "--warmup-steps",
+            "2",
+            "--device",
+            "cpu",
+            "--quiet",
+            "--no-model-shims",
+            "--compile",
+            "dyngen",
+        ]
+    )
     r = bp.run_backend(args, "dyngen")
     assert r["status"] == "ok", r.get("traceback")
     assert r["model_shims"] == []
@@ -161,8 +212,11 @@ def test_failing_backend_is_reported_and_others_still_run(tmp_path, monkeypatch,
 
     monkeypatch.setattr(bp, "compile_model", broken)
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    rc = bp.main(shlex.split(SEED_COMMANDS[3]) + SMALL + [
-        "--compile", "eager,dyngen", "--isolate", "none", "--json", str(out), "--plot", str(png)])
+    rc = bp.main(
+        shlex.split(SEED_COMMANDS[3])
+        + SMALL
+        + ["--compile", "eager,dyngen", "--isolate", "none", "--json", str(out), "--plot", str(png)]
+    )
     assert rc == 2
     res = json.loads(out.read_text())["backends"]
     assert res["eager"]["status"] == "ok" and res["dyngen"]["status"] == "error"
@@ -180,9 +234,26 @@ def test_changing_sequence_lengths_compile_nothing_after_warm_up(name):
     compiles after warm-up, and the losses follow eager's (bf16, the same seed and draws). Five
     warm-up steps: with one layer, Dynamo itself meets new frames (resume functions after graph
     breaks, first compiled static) until the fifth step of DBRX's cycle."""
-    argv = ["--model", name, "--scale", "tiny", "--fixed-num-hidden-layers", "1",
-            "--seq-lengths", "96,128,112,144", "--max-steps", "8", "--warmup-steps", "5",
-            "--device", "cpu", "--quiet", "--no-model-shims", "--compile", "eager,dyngen"]
+    argv = [
+        "--model",
+        name,
+        "--scale",
+        "tiny",
+        "--fixed-num-hidden-layers",
+        "1",
+        "--seq-lengths",
+        "96,128,112,144",
+        "--max-steps",
+        "8",
+        "--warmup-steps",
+        "5",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--no-model-shims",
+        "--compile",
+        "eager,dyngen",
+    ]
     args = bp.parse_args(argv)
     eager, dyn = bp.run_backend(args, "eager"), bp.run_backend(args, "dyngen")
     assert eager["status"] == "ok" and dyn["status"] == "ok", dyn.get("traceback")

@@ -1,5 +1,6 @@
 """bench/gpu/kernel_bench.py, the parts that need no GPU: arguments, FLOP counting, the dry run,
 and a clear failure without a GPU."""
+
 from __future__ import annotations
 
 import subprocess
@@ -43,10 +44,17 @@ def test_defaults_cover_the_issue_grid():
     assert kb.EXPERTS["dbrx"][:2] == (6144, 10752)
 
 
-@pytest.mark.parametrize("argv", [
-    ["--experts", "mixtral"], ["--tokens", "64,x"], ["--tokens", "0"], ["--backends", "tvm"],
-    ["--reps", "0"], ["--experts", ""],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--experts", "mixtral"],
+        ["--tokens", "64,x"],
+        ["--tokens", "0"],
+        ["--backends", "tvm"],
+        ["--reps", "0"],
+        ["--experts", ""],
+    ],
+)
 def test_bad_arguments_exit_two(argv):
     with pytest.raises(SystemExit) as e:
         kb.parse_args(argv)
@@ -54,8 +62,12 @@ def test_bad_arguments_exit_two(argv):
 
 
 def test_dry_run_prints_flops():
-    r = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--experts", "olmoe",
-                        "--tokens", "512"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry-run", "--experts", "olmoe", "--tokens", "512"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "olmoe" in r.stdout and "6.593 GFLOP forward" in r.stdout
 
@@ -65,7 +77,11 @@ def test_without_a_gpu_it_fails_clearly():
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the benchmark would run")
-    r = subprocess.run([sys.executable, str(SCRIPT), "--experts", "olmoe", "--tokens", "64"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--experts", "olmoe", "--tokens", "64"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "no CUDA GPU" in r.stderr

@@ -6,6 +6,7 @@ the shared DYNGEN_CACHE_DIR; then both ranks train under DDP. Written as JSON to
 $DDP_RESULT_DIR/rank<N>.json (the ranks share one stdout, where their lines can interleave):
 dyngen's counters after warm-up and at the end, and whether the LoRA weights agree.
 """
+
 import json
 import os
 import sys
@@ -14,21 +15,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "frontends" / "python"), str(REPO / "bench" / "moe_peft")]
 
+import models  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import dyngen  # noqa: E402
 import dyngen.thunderfx  # noqa: E402
-import models  # noqa: E402
 
 MODEL, SEQ, STEPS, WARMUP = "allenai/OLMoE-1B-7B-0924", 24, 4, 2
 
 
 def counters() -> dict:
     s = dyngen.stats()
-    return {k: s[k] for k in ("nvrtc_compiles", "graphs_compiled", "cache_hits_disk",
-                              "cache_hits_memory", "backend_calls", "thunder_cache_misses")} | {
-        "fallbacks": len(s["fallbacks"]), "executor": s["executor"]}
+    return {
+        k: s[k]
+        for k in (
+            "nvrtc_compiles",
+            "graphs_compiled",
+            "cache_hits_disk",
+            "cache_hits_memory",
+            "backend_calls",
+            "thunder_cache_misses",
+        )
+    } | {"fallbacks": len(s["fallbacks"]), "executor": s["executor"]}
 
 
 def train(model, steps, rank, on_step=None):
@@ -59,18 +68,27 @@ dist.barrier()
 ddp = torch.nn.parallel.DistributedDataParallel(built.model)
 compiled = dyngen.thunderfx.compile(ddp)
 marks = {}
-train(compiled, STEPS, rank,
-      lambda step: marks.__setitem__(step, counters()) if step in (WARMUP - 1, STEPS - 1) else None)
+train(
+    compiled,
+    STEPS,
+    rank,
+    lambda step: marks.__setitem__(step, counters()) if step in (WARMUP - 1, STEPS - 1) else None,
+)
 
-lora = torch.cat([p.detach().flatten().float() for n, p in built.model.named_parameters()
-                  if "lora_" in n])
+lora = torch.cat(
+    [p.detach().flatten().float() for n, p in built.model.named_parameters() if "lora_" in n]
+)
 gathered = [torch.empty_like(lora) for _ in range(dist.get_world_size())]
 dist.all_gather(gathered, lora)
-result = json.dumps({
-    "rank": rank, "after_warmup": marks[WARMUP - 1], "end": marks[STEPS - 1],
-    "lora_numel": lora.numel(),
-    "adapters_identical": all(torch.equal(gathered[0], g) for g in gathered),
-})
+result = json.dumps(
+    {
+        "rank": rank,
+        "after_warmup": marks[WARMUP - 1],
+        "end": marks[STEPS - 1],
+        "lora_numel": lora.numel(),
+        "adapters_identical": all(torch.equal(gathered[0], g) for g in gathered),
+    }
+)
 (Path(os.environ["DDP_RESULT_DIR"]) / f"rank{rank}.json").write_text(result)
 print("RESULT " + result, flush=True)
 dist.destroy_process_group()

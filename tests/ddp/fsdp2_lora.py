@@ -14,6 +14,7 @@ eager FSDP2 and the compiled model, the LoRA gradients' relative difference afte
 backward (per tensor and global), dyngen's counters after warm-up and at the end, and where each
 Dynamo graph went.
 """
+
 import json
 import os
 import sys
@@ -22,13 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "frontends" / "python"), str(REPO / "bench" / "moe_peft")]
 
+import models  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
 
 import dyngen  # noqa: E402
-import models  # noqa: E402
 
 BACKEND = os.environ.get("FSDP_BACKEND", "dyngen")
 MODEL = os.environ.get("FSDP_MODEL", "allenai/OLMoE-1B-7B-0924")
@@ -56,29 +57,40 @@ def compile_model(model):
     torch._dynamo.config.inline_inbuilt_nn_modules = True
     if BACKEND in ("eager", "aot_eager"):
         from dyngen import graph_check
+
         b = torch._dynamo.lookup_backend(BACKEND)
         return torch.compile(model, backend=graph_check.wrap_backend(b)), None
     if BACKEND == "thunderfx":
         from thunder.dynamo import thunderfx
+
         c = thunderfx(model)
         return c, c._backend
     import dyngen.thunderfx
-    c = dyngen.thunderfx.compile(model, **({"dynamic": True} if BACKEND == "dyngen_dynamic"
-                                           else {}))
+
+    c = dyngen.thunderfx.compile(
+        model, **({"dynamic": True} if BACKEND == "dyngen_dynamic" else {})
+    )
     return c, c.backend
 
 
 def counters() -> dict:
     s = dyngen.stats()
-    return {k: s[k] for k in ("nvrtc_compiles", "graphs_compiled", "backend_calls",
-                              "thunder_cache_misses")} | {
-        "fallbacks": len(s["fallbacks"]), "fallback_reasons": s["fallbacks"][:5],
-        "dynamo_compiles": compiles[0]}
+    return {
+        k: s[k]
+        for k in ("nvrtc_compiles", "graphs_compiled", "backend_calls", "thunder_cache_misses")
+    } | {
+        "fallbacks": len(s["fallbacks"]),
+        "fallback_reasons": s["fallbacks"][:5],
+        "dynamo_compiles": compiles[0],
+    }
 
 
 def lora_grads(model) -> dict:
-    return {n: p.grad.full_tensor().float() for n, p in model.named_parameters()
-            if "lora_" in n and p.grad is not None}
+    return {
+        n: p.grad.full_tensor().float()
+        for n, p in model.named_parameters()
+        if "lora_" in n and p.grad is not None
+    }
 
 
 def rel(a, b) -> float:
@@ -114,12 +126,16 @@ def record_routes(model, into: list):
     @torch._dynamo.disable
     def hook(module, args, out):
         into.append(out.detach().float().topk(TOP_K, dim=-1).indices.sort(dim=-1).values)
-    return [m.register_forward_hook(hook) for n, m in model.named_modules()
-            if n.endswith(ROUTERS) and hasattr(m, "base_layer")]
+
+    return [
+        m.register_forward_hook(hook)
+        for n, m in model.named_modules()
+        if n.endswith(ROUTERS) and hasattr(m, "base_layer")
+    ]
 
 
 def experts_routed_apart(a: list, b: list) -> list[str]:
-    """"layers.L.mlp.experts.E." of every expert some token chose in one model and not the
+    """ "layers.L.mlp.experts.E." of every expert some token chose in one model and not the
     other (all ranks)."""
     apart = set()
     for layer, (x, y) in enumerate(zip(a, b)):
@@ -136,12 +152,21 @@ routes = {"eager": [], "compiled": []}
 hooks = record_routes(ref, routes["eager"]) + record_routes(test, routes["compiled"])
 if os.environ.get("FSDP_CHECK_GRAPHS", "0") not in ("", "0"):
     from dyngen import graph_check
+
     graph_check.enable()
 compiled, backend = compile_model(test)
-opts = [torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=1e-2)
-        for m in (ref, test)]
-result = {"rank": rank, "backend": BACKEND, "model": MODEL, "lengths": LENGTHS[rank][:STEPS],
-          "loss_eager": [], "loss": [], "marks": {}}
+opts = [
+    torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=1e-2) for m in (ref, test)
+]
+result = {
+    "rank": rank,
+    "backend": BACKEND,
+    "model": MODEL,
+    "lengths": LENGTHS[rank][:STEPS],
+    "loss_eager": [],
+    "loss": [],
+    "marks": {},
+}
 for step in range(STEPS):
     ids = models.batch(step, 1, LENGTHS[rank][step], vocab, seed=10 + rank, device="cpu")
     for m, opt, key in ((ref, opts[0], "loss_eager"), (compiled, opts[1], "loss")):
@@ -149,8 +174,7 @@ for step in range(STEPS):
         loss.backward()
         result[key].append(float(loss.detach()))
         if step == 0:
-            result.setdefault("_grads", []).append(lora_grads(ref if key == "loss_eager"
-                                                              else test))
+            result.setdefault("_grads", []).append(lora_grads(ref if key == "loss_eager" else test))
         opt.step()
         opt.zero_grad(set_to_none=True)
     if step == 0:
@@ -163,20 +187,26 @@ want, got = result.pop("_grads")
 per = {n: rel(got[n], want[n]) for n in want}
 apart = experts_routed_apart(routes["eager"], routes["compiled"])
 result["experts_routed_apart"] = apart
-result["lora_grad_rel_same_routing"] = {n: d for n, d in per.items()
-                                        if not any(e in n for e in apart)}
+result["lora_grad_rel_same_routing"] = {
+    n: d for n, d in per.items() if not any(e in n for e in apart)
+}
 result["lora_grad_rel"] = per
-result["lora_grad_rel_global"] = rel(torch.cat([got[n].flatten() for n in want]),
-                                     torch.cat([want[n].flatten() for n in want]))
+result["lora_grad_rel_global"] = rel(
+    torch.cat([got[n].flatten() for n in want]), torch.cat([want[n].flatten() for n in want])
+)
 result["lora_grad_rel_max"] = max(per.values())
 result["lora_tensors"] = len(per)
 if backend is not None and hasattr(backend, "graphs"):
     result["graphs"] = [{k: g[k] for k in ("graph", "kind", "reason")} for g in backend.graphs]
 from dyngen import graph_check  # noqa: E402
+
 result["graph_check"] = graph_check.report()
 (Path(os.environ.get("FSDP_RESULT_DIR", ".")) / f"rank{rank}.json").write_text(
-    json.dumps(result, indent=1))
-print(f"RESULT rank {rank} {BACKEND}: loss {result['loss']} eager {result['loss_eager']} "
-      f"grad rel {result['lora_grad_rel_global']:.3g} (max {result['lora_grad_rel_max']:.3g})",
-      flush=True)
+    json.dumps(result, indent=1)
+)
+print(
+    f"RESULT rank {rank} {BACKEND}: loss {result['loss']} eager {result['loss_eager']} "
+    f"grad rel {result['lora_grad_rel_global']:.3g} (max {result['lora_grad_rel_max']:.3g})",
+    flush=True,
+)
 dist.destroy_process_group()

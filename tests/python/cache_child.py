@@ -6,6 +6,7 @@
                             an H100/H200 would (this machine has no GPU: compile only)
 Prints one JSON line: dyngen.stats() and what the mode found.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -49,5 +50,6 @@ def run_dump(folder: str) -> dict:
 
 if __name__ == "__main__":
     found = run_model() if sys.argv[1] == "model" else run_dump(sys.argv[2])
-    print(json.dumps({"stats": dyngen.stats(), **found, "dyngen_file": dyngen.__file__}),
-          flush=True)
+    print(
+        json.dumps({"stats": dyngen.stats(), **found, "dyngen_file": dyngen.__file__}), flush=True
+    )

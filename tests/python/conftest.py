@@ -1,4 +1,5 @@
 """Shared fixtures: the frontend on sys.path (no install needed), clean Dynamo/dyngen state."""
+
 import sys
 import warnings
 from pathlib import Path
@@ -18,8 +19,10 @@ torch.set_num_threads(2)
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: minutes-long checks (the issue's full-size 30-token-count loop, the "
-        "second-process disk cache); they run by default, `-m 'not slow'` skips them")
+        "markers",
+        "slow: minutes-long checks (the issue's full-size 30-token-count loop, the "
+        "second-process disk cache); they run by default, `-m 'not slow'` skips them",
+    )
 
 
 @pytest.fixture

@@ -1,19 +1,23 @@
 """Test helpers: the seed's models and training loop, and a bf16 comparison."""
+
 import copy
 
 import torch
-from torch import nn
-
 from show_graphs import Routed, build_expert, routed_inputs  # noqa: F401  (frontends/python/tools)
-
+from torch import nn
 
 # Per element: |got - want| <= atol + rtol * |want|. rtol is two bf16 roundings (2^-8 each) plus
 # accumulation order; atol covers elements that cancel to about zero.
 BF16_RTOL, BF16_ATOL = 2e-2, 5e-3
 
 
-def assert_close_bf16(got: torch.Tensor, want: torch.Tensor, what: str = "",
-                      rtol: float = BF16_RTOL, atol: float = BF16_ATOL) -> None:
+def assert_close_bf16(
+    got: torch.Tensor,
+    want: torch.Tensor,
+    what: str = "",
+    rtol: float = BF16_RTOL,
+    atol: float = BF16_ATOL,
+) -> None:
     """Equal within bf16 rounding, element by element."""
     got, want = got.detach().float(), want.detach().float()
     assert got.shape == want.shape, f"{what}: {got.shape} vs {want.shape}"
@@ -64,12 +68,14 @@ def check_lora_grads(model, eager):
 def moe_tail(expert):
     """The MoE block's gather/scatter around an expert (x[None, top_x], w[top_x, idx, None],
     index_add_)."""
+
     def f(x, w, top_x, idx):
         cur = x[None, top_x].reshape(-1, x.shape[-1])
         y = expert(cur) * w[top_x, idx, None]
         out = torch.zeros_like(x)
         out.index_add_(0, top_x, y.to(x.dtype))
         return out
+
     return f
 
 
@@ -77,8 +83,15 @@ def assert_close(got: torch.Tensor, want: torch.Tensor, what: str = "", rtol=Non
     """Element by element within rtol/atol (defaults by dtype: bf16 rounding for bf16)."""
     got, want = got.detach(), want.detach()
     assert got.shape == want.shape and got.dtype == want.dtype, (
-        f"{what}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}")
+        f"{what}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
+    )
     tol = {torch.bfloat16: (BF16_RTOL, BF16_ATOL), torch.float16: (2e-3, 1e-4)}.get(
-        want.dtype, (1e-4, 1e-5))
-    torch.testing.assert_close(got.float(), want.float(), rtol=rtol or tol[0],
-                               atol=atol or tol[1], msg=lambda m: f"{what}: {m}")
+        want.dtype, (1e-4, 1e-5)
+    )
+    torch.testing.assert_close(
+        got.float(),
+        want.float(),
+        rtol=rtol or tol[0],
+        atol=atol or tol[1],
+        msg=lambda m: f"{what}: {m}",
+    )

@@ -8,6 +8,7 @@ one forward + backward of the routed PEFT-LoRA expert (tests/python/helpers.py);
 outputs and gradients with eager. Prints one JSON line: dyngen.stats() (dyngen), the Thunder
 cache misses (both) and the loop's seconds.
 """
+
 import argparse
 import json
 import sys
@@ -16,8 +17,11 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1] / "frontends" / "python"),
-                str(HERE.parents[1] / "frontends" / "python" / "tools")]
+sys.path[:0] = [
+    str(HERE),
+    str(HERE.parents[1] / "frontends" / "python"),
+    str(HERE.parents[1] / "frontends" / "python" / "tools"),
+]
 warnings.filterwarnings("ignore")
 
 import torch  # noqa: E402
@@ -36,9 +40,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     import thunder
+    from helpers import check_lora_grads, make, train_loop
+
     import dyngen
     import dyngen.thunderfx
-    from helpers import check_lora_grads, make, train_loop
 
     model, eager = make(args.hidden, args.ffn, args.rank)
     tokens = [int(t) for t in args.tokens.split(",")]
@@ -47,6 +52,7 @@ def main() -> None:
         compiled = dyngen.thunderfx.compile(model)
     else:
         from thunder.dynamo import thunderfx
+
         compiled = thunderfx(model)
     train_loop(compiled, eager if args.check else None, tokens, args.hidden)
     if args.check:
@@ -57,8 +63,11 @@ def main() -> None:
         misses = s["thunder_cache_misses"]
     else:
         s = {}
-        misses = sum(thunder.cache_misses(fn) for info in compiled._backend.subgraph_infos
-                     for fn in info.thunder_compiled_fns)
+        misses = sum(
+            thunder.cache_misses(fn)
+            for info in compiled._backend.subgraph_infos
+            for fn in info.thunder_compiled_fns
+        )
     print(json.dumps({"stats": s, "thunder_cache_misses": misses, "seconds": seconds}))
 
 

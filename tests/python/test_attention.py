@@ -1,9 +1,10 @@
-"""Note [Attention by composition] (dyngen/fx/attention_ops.py): F.scaled_dot_product_attention on the
-CPU without a mask (the ATen graph's _scaled_dot_product_flash_attention_for_cpu and its
+"""Note [Attention by composition] (dyngen/fx/attention_ops.py): F.scaled_dot_product_attention
+on the CPU without a mask (the ATen graph's _scaled_dot_product_flash_attention_for_cpu and its
 backward), causal or not, with as many or fewer key heads than query heads, forward and backward
 for several symbolic lengths, without a fallback: in f32 against eager PyTorch, in bf16 against
 eager's f32 result, at most twice as far from it as eager's own bf16 result (both round
 differently: dyngen once per kernel, eager per op)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -20,6 +21,7 @@ def _attention(kv_heads, causal):
         q, k, v = heads(x, wq, 4), heads(x, wk, kv_heads), heads(x, wv, kv_heads)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=kv_heads != 4)
         return o.transpose(1, 2).reshape(x.shape[0], 32) * 2
+
     return f
 
 

@@ -1,5 +1,6 @@
 """The kernel cache from the frontend: prebuilding for GPUs on a CPU machine
 (DYNGEN_PREBUILD_ARCHS, the backend option), the cache counters in stats(), the exit summary."""
+
 import json
 import os
 import subprocess
@@ -23,8 +24,13 @@ output %y
 
 
 def child(mode: str, *args, env: dict) -> dict:
-    r = subprocess.run([sys.executable, str(HERE / "cache_child.py"), mode, *args], env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, str(HERE / "cache_child.py"), mode, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     return {**json.loads(r.stdout.strip().splitlines()[-1]), "stderr": r.stderr}
 
@@ -41,6 +47,7 @@ def test_prebuild_archs_are_checked():
         with pytest.raises(ValueError):
             check_archs(bad)
     import dyngen.thunderfx
+
     with pytest.raises(ValueError):
         dyngen.thunderfx.backend(prebuild_archs="gfx90a")
 
@@ -50,9 +57,13 @@ def test_prebuild_found_by_a_second_process_for_sm90a(tmp_path):
     DYNGEN_PREBUILD_ARCHS=sm_90a; a second process compiling the same graphs for sm_90a (what
     an H200 process does) finds every binary on disk and runs no NVRTC compile."""
     capi_or_skip()
-    env = {**os.environ, "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),
-           "DYNGEN_DUMP": str(tmp_path / "dump"), "DYNGEN_PREBUILD_ARCHS": "sm_90a",
-           "DYNGEN_CACHE_SUMMARY": "1"}
+    env = {
+        **os.environ,
+        "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),
+        "DYNGEN_DUMP": str(tmp_path / "dump"),
+        "DYNGEN_PREBUILD_ARCHS": "sm_90a",
+        "DYNGEN_CACHE_SUMMARY": "1",
+    }
     env.pop("DYNGEN_TARGET", None)
     first = child("model", env=env)
     s = first["stats"]
@@ -64,8 +75,11 @@ def test_prebuild_found_by_a_second_process_for_sm90a(tmp_path):
     summary = [ln for ln in first["stderr"].splitlines() if ln.startswith("dyngen cache:")]
     assert len(summary) == 1 and f"{2 * graphs} compiled" in summary[0], first["stderr"]
 
-    second_env = {k: v for k, v in env.items()
-                  if k not in ("DYNGEN_PREBUILD_ARCHS", "DYNGEN_DUMP", "DYNGEN_CACHE_SUMMARY")}
+    second_env = {
+        k: v
+        for k, v in env.items()
+        if k not in ("DYNGEN_PREBUILD_ARCHS", "DYNGEN_DUMP", "DYNGEN_CACHE_SUMMARY")
+    }
     second = child("dump", str(tmp_path / "dump"), env=second_env)
     assert len(second["graphs"]) == graphs
     assert all(g["cache_hit"] == "disk" for g in second["graphs"].values()), second["graphs"]
@@ -74,15 +88,38 @@ def test_prebuild_found_by_a_second_process_for_sm90a(tmp_path):
 
     # The CLI agrees: the dump folder for sm_90a is entirely cached; stats count it per arch.
     cli = [sys.executable, "-m", "dyngen"]
-    r = subprocess.run(cli + ["compile", str(tmp_path / "dump"), "--arch", "sm_90a", "--arch",
-                              "host", "--json", "--cache-dir", str(tmp_path / "cache")],
-                       env=second_env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        cli
+        + [
+            "compile",
+            str(tmp_path / "dump"),
+            "--arch",
+            "sm_90a",
+            "--arch",
+            "host",
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        env=second_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)["summary"]
     assert (summary["graphs"], summary["compiled"], summary["already_cached"]) == (
-        graphs, 0, 2 * graphs)
-    r = subprocess.run(cli + ["cache", "stats", "--json", "--cache-dir", str(tmp_path / "cache")],
-                       env=second_env, capture_output=True, text=True, timeout=60)
+        graphs,
+        0,
+        2 * graphs,
+    )
+    r = subprocess.run(
+        cli + ["cache", "stats", "--json", "--cache-dir", str(tmp_path / "cache")],
+        env=second_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     by_arch = json.loads(r.stdout)["by_arch"]
     assert by_arch["sm_90a"]["entries"] == graphs and by_arch["host"]["entries"] == graphs

@@ -1,11 +1,11 @@
 """Data-parallel training (torchrun --nproc_per_node 2, gloo) of the tiny OLMoE with LoRA under
 dyngen.thunderfx: no compile after warm-up on either rank, rank 1's kernels from the disk cache
 rank 0 filled, and identical adapters on both ranks (tests/ddp/ddp_lora.py)."""
+
 import json
 import os
 
 import pytest
-
 from conftest import REPO
 from torchrun import run_two_ranks
 
@@ -13,9 +13,12 @@ from torchrun import run_two_ranks
 @pytest.mark.slow
 def test_ddp_two_ranks_share_the_kernel_cache(tmp_path):
     results_dir = tmp_path / "results"
-    env = {"DYNGEN_CACHE_DIR": str(tmp_path / "cache"), "DDP_RESULT_DIR": str(results_dir),
-           # kernels, not the reference executor
-           "DYNGEN_EXECUTOR": os.environ.get("DYNGEN_EXECUTOR", "emulate")}
+    env = {
+        "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),
+        "DDP_RESULT_DIR": str(results_dir),
+        # kernels, not the reference executor
+        "DYNGEN_EXECUTOR": os.environ.get("DYNGEN_EXECUTOR", "emulate"),
+    }
     results = run_two_ranks(REPO / "tests" / "ddp" / "ddp_lora.py", results_dir, env, 900)
     print(json.dumps(results, indent=1))
     for rank, r in results.items():

@@ -2,18 +2,18 @@
 passed as device 0's memory (DYNGEN_TEST_DRIVER_DOUBLE=1), so the seed's forward and backward go
 through dg_launch, cuda_driver, kernel_module and the double's checks, and run as the kernels'
 host emulation. Each case is a subprocess: the driver is chosen once per process."""
+
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 DOUBLE = REPO / "build" / "libdg_driver_double.so"
 
-SCRIPT = r'''
+SCRIPT = r"""
 import ctypes, json, os, sys
 import torch
 import dyngen
@@ -80,23 +80,37 @@ out["refused"] += calls.count("refused")
 out["fallbacks"] = dyngen.stats()["fallbacks"]
 out["executor"] = dyngen.stats()["executor"]
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 
 def run_double(tmp_path, graph):
     if not DOUBLE.is_file():
         pytest.skip(f"{DOUBLE} is not built")
-    env = dict(os.environ, DYNGEN_CUDA_DRIVER=str(DOUBLE), DYNGEN_TEST_DRIVER_DOUBLE="1",
-               DYNGEN_STRICT="1", DG_DOUBLE_DEVICES="1",
-               DYNGEN_CACHE_DIR=os.environ.get("DYNGEN_CACHE_DIR", str(tmp_path / "cache")))
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "frontends" / "python"),
-                                         str(REPO / "tests" / "python"),
-                                         str(REPO / "frontends" / "python" / "tools")])
-    p = subprocess.run([sys.executable, "-c", SCRIPT, str(graph)], env=env, capture_output=True,
-                       text=True, timeout=600)
+    env = dict(
+        os.environ,
+        DYNGEN_CUDA_DRIVER=str(DOUBLE),
+        DYNGEN_TEST_DRIVER_DOUBLE="1",
+        DYNGEN_STRICT="1",
+        DG_DOUBLE_DEVICES="1",
+        DYNGEN_CACHE_DIR=os.environ.get("DYNGEN_CACHE_DIR", str(tmp_path / "cache")),
+    )
+    env["PYTHONPATH"] = os.pathsep.join(
+        [
+            str(REPO / "frontends" / "python"),
+            str(REPO / "tests" / "python"),
+            str(REPO / "frontends" / "python" / "tools"),
+        ]
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(graph)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def test_seed_forward_and_backward_through_the_driver_double(tmp_path):

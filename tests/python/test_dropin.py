@@ -1,5 +1,6 @@
 """dyngen.thunderfx as a drop-in for thunder.dynamo.thunderfx: the object it returns, partial
 graphs, graphs whose symbols are made inside them, and static graphs Thunder fails on."""
+
 import pytest
 import torch
 from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
@@ -123,8 +124,10 @@ def test_static_graph_both_thunder_and_dyngen_fail_on_runs_eagerly(fresh, monkey
     torch.testing.assert_close(c(x), x.exp() + 1)
     s = dyngen.stats()
     assert len(s["fallbacks"]) == 1, s["fallbacks"]
-    assert "KeyError" in s["fallbacks"][0]["reason"] and "dyngen failed too" in \
-        s["fallbacks"][0]["reason"]
+    assert (
+        "KeyError" in s["fallbacks"][0]["reason"]
+        and "dyngen failed too" in s["fallbacks"][0]["reason"]
+    )
     assert s["graphs_where"]["eager"] == 1 and c.backend.graphs[0]["kind"] == "eager"
 
 

@@ -1,14 +1,15 @@
 """Export: the seed's Dynamo subgraph as IR text, Unsupported for unknown ops, and fidelity (the
 exported IR run by the executor equals the FX graph run eagerly, for many token counts)."""
+
 import os
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import assert_close_bf16, build_expert, moe_tail
 
 import dyngen
 from dyngen.thunderfx import is_dynamic
-from helpers import assert_close_bf16, build_expert, moe_tail
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -69,7 +70,9 @@ def _shadow(checked):
                 assert_close_bf16(g, w, "shadow")
             checked.append(args)
             return want
+
         return run
+
     return backend
 
 

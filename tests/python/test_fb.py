@@ -1,6 +1,7 @@
 """graph.fb from Python (the core's writer, through the builder of Note [One IR]): the core loads
 the bytes the frontend hands it and sees the same graph as from the text form (same canonical
 hash, same print); malformed bytes are a clear InvalidGraph error, never a crash."""
+
 import ctypes
 import random
 import re
@@ -8,17 +9,17 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import REPO
+from helpers import Routed, build_expert, moe_tail, routed_inputs
 
 import dyngen
 import dyngen.aot
-from conftest import REPO
 from dyngen.core import capi as _capi
 from dyngen.core.builder_api import lib as builder_lib
 from dyngen.core.ir import NEG_INF, GraphBuilder, SymList, floordiv, mod, sym_max, sym_min
 from dyngen.core.ops import DType
 from dyngen.executors.native import CapiExecutable
 from dyngen.options import options, set_options
-from helpers import Routed, build_expert, moe_tail, routed_inputs
 
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
 
@@ -34,17 +35,23 @@ def expr_graph():
     """Exercises every expression kind, bounded and unbounded facts, divisors, two symbols, a
     symbolic-integer input holding a compound expression, and a -0.0 float attribute."""
     b = GraphBuilder("exprs-1.test")
-    s0 = b.symbol("s0")                               # [2, inf] div 1
-    s1 = b.symbol("tok", lo=8, hi=4096, divisor=8)    # bounded, divisible by 8
-    s2 = b.symbol("d", lo=NEG_INF, hi=100)            # no lower bound (never a dim)
+    s0 = b.symbol("s0")  # [2, inf] div 1
+    s1 = b.symbol("tok", lo=8, hi=4096, divisor=8)  # bounded, divisible by 8
+    s2 = b.symbol("d", lo=NEG_INF, hi=100)  # no lower bound (never a dim)
     x = b.input(DType.BF16, [s0, s1])
     b.sym_input(s0 * s1 - 3 * s2 + 7)
     y = b.input(DType.F32, [sym_max(s0, s1), 16])
     r = b.op("reshape", [x], {"shape": SymList([s0 * s1])})
-    sl = b.op("slice", [r], {"dim": 0, "start": SymList([1]), "end": SymList([s0 * s1]),
-                             "step": 3})
-    f = b.op("full", [], {"dtype": DType.F32, "value": -0.0,
-                          "shape": SymList([mod(s0, 5) + 1, sym_min(s0, s1), floordiv(s1, 3)])})
+    sl = b.op("slice", [r], {"dim": 0, "start": SymList([1]), "end": SymList([s0 * s1]), "step": 3})
+    f = b.op(
+        "full",
+        [],
+        {
+            "dtype": DType.F32,
+            "value": -0.0,
+            "shape": SymList([mod(s0, 5) + 1, sym_min(s0, s1), floordiv(s1, 3)]),
+        },
+    )
     c = b.op("constant", [], {"dtype": DType.F32, "value": 0.0})
     z = b.op("mul", [y, c])
     cat = b.op("cat", [sl, sl], {"dim": 0})
@@ -74,6 +81,7 @@ def test_core_loads_python_fb_like_the_text():
 
 
 # ---- exported graphs: DYNGEN_DUMP writes graph.fb and the text; the core agrees on both ------
+
 
 @pytest.fixture
 def dump_dir(tmp_path):
@@ -113,8 +121,11 @@ def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
         x = torch.randn(20, 64).bfloat16().requires_grad_(True)
         tail(x, w, torch.randperm(20)[:n], torch.randint(0, 2, (n,))).float().sum().backward()
     mix = torch.compile(mixer, backend=dyngen.aot.backend, dynamic=True)
-    params = [torch.randn(12, 8, requires_grad=True), torch.randn(12, requires_grad=True),
-              torch.randn(12, requires_grad=True)]
+    params = [
+        torch.randn(12, 8, requires_grad=True),
+        torch.randn(12, requires_grad=True),
+        torch.randn(12, requires_grad=True),
+    ]
     mix(torch.randn(5, 8, requires_grad=True), *params).sum().backward()
 
     texts = sorted(dump_dir.glob("*.dgir"))
@@ -134,14 +145,15 @@ def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
 
 # ---- malformed bytes: InvalidGraph with the core's message ---------------------------------
 
+
 def test_malformed_bytes_are_a_clear_error():
     _library()
     good = expr_graph().fb
     cases = {
         b"": "empty file",
-        b"not a graph at all": "no \"DGIR\" file identifier",
-        good[:len(good) // 2]: "corrupt or truncated",
-        good[:4] + b"XXXX" + good[8:]: "no \"DGIR\" file identifier",
+        b"not a graph at all": 'no "DGIR" file identifier',
+        good[: len(good) // 2]: "corrupt or truncated",
+        good[:4] + b"XXXX" + good[8:]: 'no "DGIR" file identifier',
     }
     for data, msg in cases.items():
         with pytest.raises(dyngen.InvalidGraph, match=re.escape(msg)):
@@ -168,7 +180,7 @@ def test_mutated_bytes_never_crash():
             for _ in range(rng.randint(1, 8)):
                 data[rng.randrange(len(data))] = rng.randrange(256)
         elif kind == 1:
-            data = data[:rng.randrange(len(data))]
+            data = data[: rng.randrange(len(data))]
         else:
             i, j = sorted(rng.randrange(len(data)) for _ in range(2))
             data[i:j] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 16)))

@@ -3,8 +3,8 @@ benchmark_peft.py shards it, under dyngen.thunderfx beside eager FSDP2 on each r
 lengths changing every step (tests/ddp/fsdp2_lora.py): no compile after warm-up and no fallback on
 either rank, losses within 1e-3 of eager at every step, LoRA gradients after the first backward
 within bf16 tolerance per tensor (issue 17: 140% off before Note [Outputs that are views])."""
-import pytest
 
+import pytest
 from conftest import REPO
 from torchrun import run_two_ranks
 
@@ -17,9 +17,14 @@ def run_ranks(tmp_path, model: str, backend: str = "dyngen") -> dict:
     # guards is in the frontend (what the compiled graphs return, where graphs go), the same under
     # either executor, and the kernels' numerics are checked under emulation elsewhere.
     results_dir = tmp_path / "results"
-    env = {"DYNGEN_CACHE_DIR": str(tmp_path / "cache"), "FSDP_RESULT_DIR": str(results_dir),
-           "FSDP_MODEL": model, "FSDP_BACKEND": backend, "FSDP_STEPS": str(STEPS),
-           "DYNGEN_EXECUTOR": "reference"}
+    env = {
+        "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),
+        "FSDP_RESULT_DIR": str(results_dir),
+        "FSDP_MODEL": model,
+        "FSDP_BACKEND": backend,
+        "FSDP_STEPS": str(STEPS),
+        "DYNGEN_EXECUTOR": "reference",
+    }
     return run_two_ranks(REPO / "tests" / "ddp" / "fsdp2_lora.py", results_dir, env, 1800)
 
 
@@ -28,8 +33,7 @@ def check(results: dict) -> None:
         print(rank, r["loss"], r["loss_eager"], r["lora_grad_rel_global"], r["marks"])
         warm, end = r["marks"]["after_warmup"], r["marks"]["end"]
         assert end["fallbacks"] == 0, (rank, end["fallback_reasons"])
-        for k in ("dynamo_compiles", "graphs_compiled", "backend_calls",
-                  "thunder_cache_misses"):
+        for k in ("dynamo_compiles", "graphs_compiled", "backend_calls", "thunder_cache_misses"):
             assert end[k] == warm[k], (rank, k, warm, end)  # nothing compiled after warm-up
         assert len(set(r["lengths"])) == STEPS  # a new sequence length every step
         for step, (got, want) in enumerate(zip(r["loss"], r["loss_eager"])):

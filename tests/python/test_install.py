@@ -8,6 +8,7 @@ Thunder and scikit-build-core come from here and nothing is downloaded. dyngen i
 --no-deps --no-build-isolation; its CMake build goes to <repo>/build-pip, so a second run rebuilds
 only what changed (and ccache, when installed, serves a fresh folder).
 """
+
 import json
 import os
 import shutil
@@ -60,8 +61,11 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
     # Note [Install test without downloading torch]
     shared = [p for p in sys.path if p.endswith("site-packages")] or site.getsitepackages()
     (Path(purelib.stdout.strip()) / "_shared_env.pth").write_text("\n".join(shared) + "\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "DYNGEN_LIB", "DYNGEN_CLI", "DYNGEN_EXECUTOR", "VIRTUAL_ENV")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "DYNGEN_LIB", "DYNGEN_CLI", "DYNGEN_EXECUTOR", "VIRTUAL_ENV")
+    }
     cmake_args = []
     if shutil.which("ccache"):
         # The objects scripts/setup.sh's build left in ccache: same flags, same generator, paths
@@ -72,9 +76,21 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
         env["CMAKE_GENERATOR"] = "Unix Makefiles"
     env["SKBUILD_CMAKE_ARGS"] = ";".join(cmake_args)
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
-    run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--config-settings=build-dir=" + str(REPO / "build-pip"),
-         "--config-settings=cmake.build-type=RelWithDebInfo", str(REPO)], env=env)
+    run(
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--config-settings=build-dir=" + str(REPO / "build-pip"),
+            "--config-settings=cmake.build-type=RelWithDebInfo",
+            str(REPO),
+        ],
+        env=env,
+    )
 
     work = tmp_path / "elsewhere"  # outside the checkout: nothing can come from it
     work.mkdir()

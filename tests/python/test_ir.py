@@ -1,13 +1,24 @@
-"""The frontend's IR is the core's (Note [One IR] in dyngen/core/ir.py): graphs are built through the C
-API, which types every node and canonicalizes every symbolic expression; these tests check what
-the frontend relies on from it (dtype codes, typing results and errors, expression handles)."""
+"""The frontend's IR is the core's (Note [One IR] in dyngen/core/ir.py): graphs are built through
+the C API, which types every node and canonicalizes every symbolic expression; these tests check
+what the frontend relies on from it (dtype codes, typing results and errors, expression handles)."""
+
 import re
 
 import pytest
-
 from conftest import REPO
-from dyngen.core.ir import (POS_INF, GraphBuilder, IRTypeError, SymList, ceildiv, floordiv, mod,
-                       provably_ge, sym_max, sym_min)
+
+from dyngen.core.ir import (
+    POS_INF,
+    GraphBuilder,
+    IRTypeError,
+    SymList,
+    ceildiv,
+    floordiv,
+    mod,
+    provably_ge,
+    sym_max,
+    sym_min,
+)
 from dyngen.core.ops import DType
 
 
@@ -75,8 +86,10 @@ def test_graph_text_and_fb_come_from_the_core():
     b.sym_input(s)
     b.output(b.op("sin", [x]))
     g = b.finish()
-    assert g.text == ("graph @g\nsym s0 in [2, inf] div 1\ninput %0: f16[s0, 8]\n"
-                      "input %1: sym s0\n%2: f16[s0, 8] = sin(%0)\noutput %2\n")
+    assert g.text == (
+        "graph @g\nsym s0 in [2, inf] div 1\ninput %0: f16[s0, 8]\n"
+        "input %1: sym s0\n%2: f16[s0, 8] = sin(%0)\noutput %2\n"
+    )
     assert g.fb[4:8] == b"DGIR"
 
 

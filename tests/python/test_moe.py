@@ -1,13 +1,14 @@
 """transformers' OlmoeSparseMoeBlock (tiny OlmoeConfig) with PEFT LoRA on its experts, trained under
 dyngen.thunderfx: matches eager, and after two warm-up steps new routings compile nothing."""
+
 import copy
 
 import torch
+from helpers import assert_close_bf16, grads_of
 from torch import nn
 
 import dyngen
 import dyngen.thunderfx
-from helpers import assert_close_bf16, grads_of
 
 HIDDEN, FFN, EXPERTS, TOP_K, TOKENS = 64, 32, 4, 2, 32
 
@@ -28,11 +29,17 @@ def make_model():
     from transformers.models.olmoe.configuration_olmoe import OlmoeConfig
 
     torch.manual_seed(0)
-    cfg = OlmoeConfig(hidden_size=HIDDEN, intermediate_size=FFN, num_experts=EXPERTS,
-                      num_experts_per_tok=TOP_K, norm_topk_prob=False)
-    model = get_peft_model(Block(cfg).to(torch.bfloat16),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=["gate_proj", "up_proj",
-                                                                         "down_proj"]))
+    cfg = OlmoeConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=FFN,
+        num_experts=EXPERTS,
+        num_experts_per_tok=TOP_K,
+        norm_topk_prob=False,
+    )
+    model = get_peft_model(
+        Block(cfg).to(torch.bfloat16),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["gate_proj", "up_proj", "down_proj"]),
+    )
     for name, p in model.named_parameters():
         if "lora_B" in name:
             nn.init.normal_(p, std=0.02)
@@ -56,8 +63,13 @@ def inputs(model, seed):
 def compiles():
     s = dyngen.stats()
     dyn = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    return (s["backend_calls"], s["graphs_compiled"], s["exported_graphs"],
-            s["thunder_cache_misses"], dyn)
+    return (
+        s["backend_calls"],
+        s["graphs_compiled"],
+        s["exported_graphs"],
+        s["thunder_cache_misses"],
+        dyn,
+    )
 
 
 def test_olmoe_moe_block_lora_training(fresh):

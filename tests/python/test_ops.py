@@ -1,22 +1,23 @@
 """Op coverage through AOTAutograd: forward and backward ATen graphs exported and executed by
 dyngen for several token counts, compared with eager (no Thunder involved)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import assert_close_bf16
 
 import dyngen
 import dyngen.aot
-from helpers import assert_close_bf16
 
 
 def mixer(x, w, b, g):
-    h = F.linear(x, w, b)                                   # addmm
-    a = torch.softmax(h.float(), dim=-1).to(x.dtype)        # decomposed: amax, sub, exp, sum, div
+    h = F.linear(x, w, b)  # addmm
+    a = torch.softmax(h.float(), dim=-1).to(x.dtype)  # decomposed: amax, sub, exp, sum, div
     y = torch.where(h > 0, F.silu(h), torch.tanh(h) * 0.5) + torch.sigmoid(a) * g
     y = y - y.mean(dim=-1, keepdim=True)
     y32 = y.float()  # an RMS norm, in f32 as models write it
     y = (y32 * torch.rsqrt(y32.square().mean(-1, keepdim=True) + 1e-5)).to(x.dtype)
-    z = torch.cat([y[:, :3], y[:, 3:].exp().log()], dim=1)   # slice, cat, exp, log
+    z = torch.cat([y[:, :3], y[:, 3:].exp().log()], dim=1)  # slice, cat, exp, log
     att = (z.unsqueeze(0) @ z.unsqueeze(0).transpose(1, 2)).squeeze(0)  # bmm over tokens
     return z.relu() + att.amax(-1, keepdim=True) / 4
 
@@ -34,6 +35,7 @@ def test_training_ops_match_eager(fresh, dtype):
             torch.testing.assert_close(a, e, atol=1e-5, rtol=1e-4, msg=lambda m: f"{what}: {m}")
         else:
             assert_close_bf16(a, e, what)
+
     for n in (3, 6, 11):
         x = torch.randn(n, 8).to(dtype).requires_grad_(True)
         params = [x, w, b, g]

@@ -2,6 +2,7 @@
 differentiable, backward ATen graphs exported and run by dyngen) for several symbolic sizes,
 against eager PyTorch; every case must compile without a fallback, and the last size must not
 compile anything new."""
+
 import operator
 
 import pytest
@@ -20,8 +21,10 @@ def _check(fn, make_args, grad=True, dtype_tol=None, sizes=SIZES):
     for n in sizes:
         calls.append(dyngen.stats()["backend_calls"])
         args = make_args(n)
-        ref = [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor)
-               else a for a in args]
+        ref = [
+            a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for a in args
+        ]
         got, want = compiled(*args), fn(*ref)
         tol = dtype_tol or {}
         torch.testing.assert_close(got, want, **tol, msg=lambda m: f"n={n}: {m}")
@@ -40,6 +43,7 @@ def _check(fn, make_args, grad=True, dtype_tol=None, sizes=SIZES):
 def _x(*shape, dtype=torch.float32, grad=True):
     def make(n):
         return torch.randn(*[n if d == "n" else d for d in shape]).to(dtype).requires_grad_(grad)
+
     return make
 
 
@@ -54,20 +58,26 @@ def test_unary_trig_erf_sinc(fresh, op):
 
 
 def test_sinc_at_zero_and_integers(fresh):
-    _check(lambda x, k: torch.sinc(x.relu() * 0) + torch.sin(k) + torch.cos(k) * x,
-           lambda n: [_x("n", 3)(n), torch.randint(-3, 3, (n, 3))])
+    _check(
+        lambda x, k: torch.sinc(x.relu() * 0) + torch.sin(k) + torch.cos(k) * x,
+        lambda n: [_x("n", 3)(n), torch.randint(-3, 3, (n, 3))],
+    )
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_gelu_and_its_backward(fresh, approximate, dtype):
-    _check(lambda x: F.gelu(x, approximate=approximate), lambda n: [_x("n", 7, dtype=dtype)(n)],
-           dtype_tol=BF16 if dtype == torch.bfloat16 else None)
+    _check(
+        lambda x: F.gelu(x, approximate=approximate),
+        lambda n: [_x("n", 7, dtype=dtype)(n)],
+        dtype_tol=BF16 if dtype == torch.bfloat16 else None,
+    )
 
 
 def test_select_and_select_backward(fresh):
     """DBRX's sliced expert weights: w.view(E, ffn, -1)[e] (aten.select.int), forward and
     backward (select_backward); the weight is a parameter, so its shape is static."""
+
     class Experts(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -99,6 +109,7 @@ def test_index_put_with_and_without_accumulate(fresh):
     def args(n):
         idx = torch.randperm(n)[: max(n // 2, 2)]  # distinct: index_put's write order is free
         return [_x("n", 4)(n), idx, torch.randn(idx.numel(), 4, requires_grad=True)]
+
     _check(f, args)
 
 
@@ -106,26 +117,34 @@ def test_arange(fresh):
     def f(x):
         n = x.shape[0]
         pos = torch.arange(n)
-        return x * torch.arange(1, n + 1, dtype=torch.float32)[:, None] + pos[:, None] + \
-            torch.arange(2, 2 * n + 2, 2)[:, None]
+        return (
+            x * torch.arange(1, n + 1, dtype=torch.float32)[:, None]
+            + pos[:, None]
+            + torch.arange(2, 2 * n + 2, 2)[:, None]
+        )
+
     _check(f, lambda n: [_x("n", 3)(n)])
 
 
 def test_cumsum(fresh):
-    _check(lambda x, m: torch.cumsum(x, 0) + torch.cumsum(m, 0)[:, None],
-           lambda n: [_x("n", 4)(n), torch.rand(n) > 0.5])
+    _check(
+        lambda x, m: torch.cumsum(x, 0) + torch.cumsum(m, 0)[:, None],
+        lambda n: [_x("n", 4)(n), torch.rand(n) > 0.5],
+    )
 
 
 def test_clamp_and_where_with_scalars(fresh):
     def f(x):
         y = torch.clamp(x, min=-0.5, max=0.7) + x.clamp_min(0.1) - x.clamp(max=0.2)
         return torch.where(x > 0, y, 0.25) + torch.where(x < 0.3, 1.0, x)
+
     _check(f, lambda n: [_x("n", 5)(n)])
 
 
 def test_constant_pad_nd(fresh):
     def f(x):
-        return F.pad(x, (1, 2, 0, 3), value=0.5) .sum(0) + F.pad(x, (-1, 2))[:, :4].sum()
+        return F.pad(x, (1, 2, 0, 3), value=0.5).sum(0) + F.pad(x, (-1, 2))[:, :4].sum()
+
     _check(f, lambda n: [_x("n", 5)(n)])
 
 
@@ -134,20 +153,24 @@ def test_cross_entropy_nll_loss(fresh, reduction):
     weight = torch.rand(7) + 0.5
 
     def f(logits, target):
-        return F.cross_entropy(logits, target, reduction=reduction, ignore_index=2) + \
-            F.nll_loss(logits.log_softmax(-1), target, weight=weight, reduction=reduction)
+        return F.cross_entropy(logits, target, reduction=reduction, ignore_index=2) + F.nll_loss(
+            logits.log_softmax(-1), target, weight=weight, reduction=reduction
+        )
 
     def args(n):
         return [_x("n", 7)(n), torch.randint(0, 7, (n,))]
+
     _check(f, args)
 
 
 def test_symbolic_comparison_in_graph(fresh):
     """A SymBool (s0 > 4) used as data: it must not make the graph fall back."""
+
     def f(x):
         n = x.shape[0]
         big = operator.gt(n, 4)
         return x * torch.where(torch.tensor(big), 2.0, 3.0) + (n > 6)
+
     _check(f, lambda n: [_x("n", 3)(n)], sizes=(3, 5, 9))
 
 
@@ -156,8 +179,10 @@ def test_float16_end_to_end(fresh):
 
     def f(x, w):
         return F.silu(x @ w.t()).sum(-1) + x.float().square().mean(-1).half()
-    _check(f, lambda n: [_x("n", 5, dtype=torch.float16)(n), w],
-           dtype_tol={"atol": 5e-3, "rtol": 5e-3})
+
+    _check(
+        f, lambda n: [_x("n", 5, dtype=torch.float16)(n), w], dtype_tol={"atol": 5e-3, "rtol": 5e-3}
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -168,32 +193,43 @@ def test_layer_norm_and_its_backward(fresh, dtype):
     with torch.no_grad():
         ln.weight.uniform_(0.5, 1.5)
         ln.bias.uniform_(-0.5, 0.5)
-    _check(lambda x: ln(x) * 2, lambda n: [_x("n", 12, dtype=dtype)(n)],
-           dtype_tol=BF16 if dtype == torch.bfloat16 else {"atol": 1e-4, "rtol": 1e-4})
+    _check(
+        lambda x: ln(x) * 2,
+        lambda n: [_x("n", 12, dtype=dtype)(n)],
+        dtype_tol=BF16 if dtype == torch.bfloat16 else {"atol": 1e-4, "rtol": 1e-4},
+    )
 
 
 def test_masked_fill_and_var_mean(fresh):
     """masked_fill (decomposed to where), forward and backward; var_mean over the symbolic dim
     with and without a correction, forward only: its gradient's 2 / n is a symbolic float,
     which the exporter does not take (layer norm's backward decomposes without one)."""
-    _check(lambda x, m: x.masked_fill(m, -1.5) * x,
-           lambda n: [_x("n", 5)(n), torch.rand(n, 5) > 0.5])
+    _check(
+        lambda x, m: x.masked_fill(m, -1.5) * x, lambda n: [_x("n", 5)(n), torch.rand(n, 5) > 0.5]
+    )
 
     def g(x):
         v0, m0 = torch.var_mean(x, dim=0, correction=0)
         v1, m1 = torch.var_mean(x, dim=0, keepdim=True)
         return x + v0 + m0 + v1 * m1
-    _check(g, lambda n: [_x("n", 5, grad=False)(n)], grad=False,
-           dtype_tol={"atol": 1e-5, "rtol": 1e-4})
+
+    _check(
+        g, lambda n: [_x("n", 5, grad=False)(n)], grad=False, dtype_tol={"atol": 1e-5, "rtol": 1e-4}
+    )
 
 
 def test_split_with_sizes_vector_norm_and_sgn(fresh):
     """DBRX's ops: split_with_sizes (its attention), linalg_vector_norm with ord 1 and 2 (the
     router normalizes expert weights), whose ord-1 gradient uses sgn."""
+
     def f(x, w):
         a, b, rest = torch.split(x, [2, 3, 4], dim=1)
         l1 = torch.linalg.vector_norm(x, ord=1, dim=-1, keepdim=True)
         l2 = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
         return torch.cat([rest * l1, a.sign() + b.sum(1, keepdim=True), x / l2], 1) @ w
-    _check(f, lambda n: [_x("n", 9)(n), torch.randn(15, 3, requires_grad=True)],
-           dtype_tol={"atol": 1e-4, "rtol": 1e-4})
+
+    _check(
+        f,
+        lambda n: [_x("n", 9)(n), torch.randn(15, 3, requires_grad=True)],
+        dtype_tol={"atol": 1e-4, "rtol": 1e-4},
+    )

@@ -1,13 +1,14 @@
-"""The selection ops MoE routers use (dyngen/fx/select_ops.py): gather, scatter with a value and with a
-tensor, scatter_add, max along a dim and topk, forward and backward through AOTAutograd for
+"""The selection ops MoE routers use (dyngen/fx/select_ops.py): gather, scatter with a value and
+with a tensor, scatter_add, max along a dim and topk, forward and backward through AOTAutograd for
 several symbolic sizes, against eager PyTorch: no fallback, nothing compiled after warm-up."""
+
 import pytest
 import torch
 import torch.nn.functional as F
+from test_ops_coverage import BF16, _check, _x
 
 import dyngen
 import dyngen.aot
-from test_ops_coverage import BF16, _check, _x
 
 
 def _distinct_columns(n, cols, k):
@@ -18,6 +19,7 @@ def _distinct_columns(n, cols, k):
 def test_gather_scatter_and_scatter_add(fresh):
     """gather's gradient is scatter_add (repeated indices accumulate), scatter.value's and
     scatter.src's gradients are scatter and gather."""
+
     def f(x, idx, dup, v):
         picked = x.gather(1, idx) * 2
         placed = x.scatter(1, idx, 0.5) + x.scatter(1, idx, v)
@@ -25,21 +27,34 @@ def test_gather_scatter_and_scatter_add(fresh):
         return placed + summed + picked.sum(1, keepdim=True) + x.gather(1, dup).sum(1, True)
 
     def args(n):
-        return [_x("n", 6)(n), _distinct_columns(n, 6, 2), torch.randint(0, 6, (n, 4)),
-                torch.randn(n, 2, requires_grad=True)]
+        return [
+            _x("n", 6)(n),
+            _distinct_columns(n, 6, 2),
+            torch.randint(0, 6, (n, 4)),
+            torch.randn(n, 2, requires_grad=True),
+        ]
+
     _check(f, args)
 
 
 def test_scatter_add_along_the_symbolic_dim(fresh):
     def f(x, idx, src):
         return x.scatter_add(0, idx, src) * 1.5
-    _check(f, lambda n: [_x("n", 3)(n), torch.randint(0, n, (n + 2, 3)),
-                         torch.randn(n + 2, 3, requires_grad=True)])
+
+    _check(
+        f,
+        lambda n: [
+            _x("n", 3)(n),
+            torch.randint(0, n, (n + 2, 3)),
+            torch.randn(n + 2, 3, requires_grad=True),
+        ],
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_max_dim_values_and_first_index(fresh, dtype):
     """Ties give the first index, a NaN is the maximum and -inf rows still pick index 0."""
+
     def f(x):
         v, i = x.max(dim=-1)
         vk, ik = torch.max(x, 0, keepdim=True)
@@ -50,33 +65,41 @@ def test_max_dim_values_and_first_index(fresh, dtype):
         x[0, 3] = float("nan")
         x[1] = float("-inf")
         return [x]
+
     _check(f, args, grad=False, dtype_tol={"equal_nan": True})
 
     def g(x):  # the gradient goes to the first maximum only
         return x.max(dim=1)[0] * 3
-    _check(g, lambda n: [_x("n", 7, dtype=dtype)(n)],
-           dtype_tol=BF16 if dtype == torch.bfloat16 else None)
+
+    _check(
+        g,
+        lambda n: [_x("n", 7, dtype=dtype)(n)],
+        dtype_tol=BF16 if dtype == torch.bfloat16 else None,
+    )
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_topk_router(fresh, k):
     """DBRX's router: softmax, topk over the experts, the weights renormalized; the gradient
     goes through topk's backward (a scatter of the values' gradient)."""
-    pick = {1: lambda w: torch.topk(w, 1, dim=-1), 2: lambda w: torch.topk(w, 2, dim=-1),
-            4: lambda w: w.topk(4)}[k]  # a literal k: dynamic=True makes a closure's int a SymInt
+    pick = {
+        1: lambda w: torch.topk(w, 1, dim=-1),
+        2: lambda w: torch.topk(w, 2, dim=-1),
+        4: lambda w: w.topk(4),
+    }[k]  # a literal k: dynamic=True makes a closure's int a SymInt
 
     def f(logits):
         w = torch.softmax(logits, dim=-1)
         top_w, top_i = pick(w)
         return top_w / top_w.sum(-1, keepdim=True) + top_i.to(w.dtype)
+
     _check(f, lambda n: [_x("n", 8)(n)])
 
 
 def test_topk_rows_of_equal_values_give_distinct_indices(fresh):
     """PyTorch leaves the order of tied indices to the implementation: the values must match,
     and the indices be distinct and point at them (dyngen: lowest index first)."""
-    compiled = torch.compile(lambda x: x.topk(3, dim=1), backend=dyngen.aot.backend,
-                             dynamic=True)
+    compiled = torch.compile(lambda x: x.topk(3, dim=1), backend=dyngen.aot.backend, dynamic=True)
     for n in (3, 6, 11):
         x = torch.randn(n, 6)
         x[0] = float("-inf")
@@ -90,6 +113,7 @@ def test_topk_rows_of_equal_values_give_distinct_indices(fresh):
 
 def test_topk_with_a_large_k_runs_as_aten_and_says_so(fresh):
     from dyngen.options import options, set_options
+
     old = options().strict
     set_options(strict=False)  # the partial graph is what is under test
     try:
@@ -99,8 +123,9 @@ def test_topk_with_a_large_k_runs_as_aten_and_says_so(fresh):
 
 
 def _large_k():
-    compiled = torch.compile(lambda x: x.topk(20, dim=1)[0] * 2, backend=dyngen.aot.backend,
-                             dynamic=True)
+    compiled = torch.compile(
+        lambda x: x.topk(20, dim=1)[0] * 2, backend=dyngen.aot.backend, dynamic=True
+    )
     for n in (3, 5):
         x = torch.randn(n, 24)
         torch.testing.assert_close(compiled(x), x.topk(20, dim=1)[0] * 2)
@@ -111,19 +136,23 @@ def _large_k():
 def test_indexing_by_a_two_dimensional_position_tensor(fresh):
     """RoPE's cos[position_ids] with position_ids [batch, seq]: read flattened and reshaped, and
     its gradient (index_put with accumulate over the same index)."""
+
     def f(table, pos):
         return table[pos] * 2 + table[:, 1:][pos].sum(-1, keepdim=True)
 
     def args(n):
         return [_x(16, 6)(n), torch.randint(0, 16, (2, n))]
+
     _check(f, args)
 
 
 @pytest.mark.parametrize("padding_idx", [None, 3])
 def test_embedding_and_its_gradient(fresh, padding_idx):
     w = torch.randn(10, 6, requires_grad=True)
-    _check(lambda ids, w: F.embedding(ids, w, padding_idx=padding_idx) * 2,
-           lambda n: [torch.randint(0, 10, (2, n)), w])
+    _check(
+        lambda ids, w: F.embedding(ids, w, padding_idx=padding_idx) * 2,
+        lambda n: [torch.randint(0, 10, (2, n)), w],
+    )
     assert dyngen.stats()["ops_where"]["aten"] == 0
 
 
@@ -133,6 +162,7 @@ def test_rotate_half_and_slices_from_the_end(fresh):
     slices from the end of the symbolic dim (x[-4:]: dyngen cannot prove the dim is at least 4,
     so the bound is max(n - 4, 0) as PyTorch clamps it), forward and backward; only the token
     dim is dynamic, as in a model."""
+
     def f(x):
         half = x.shape[-1] // 2
         rot = torch.cat((-x[..., half:], x[..., :half].to(torch.bfloat16)), dim=-1)
@@ -146,8 +176,10 @@ def test_rotate_half_and_slices_from_the_end(fresh):
         xr = x.detach().clone().requires_grad_()
         got, want = compiled(x), f(xr)
         torch.testing.assert_close(got, want)
-        torch.testing.assert_close(torch.autograd.grad(got.square().sum(), x)[0],
-                                   torch.autograd.grad(want.square().sum(), xr)[0])
+        torch.testing.assert_close(
+            torch.autograd.grad(got.square().sum(), x)[0],
+            torch.autograd.grad(want.square().sum(), xr)[0],
+        )
     s = dyngen.stats()
     assert s["fallbacks"] == [] and s["ops_where"]["aten"] == 0, s
     assert s["dynamic_graphs"] + s["graphs_where"]["dyngen"] >= 1 and s["backend_calls"] == 1, s

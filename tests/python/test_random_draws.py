@@ -1,6 +1,7 @@
 """Note [Random numbers] (random_draws.py): a graph that draws random numbers compiles as one
 dyngen region with the draws made first by PyTorch's generator, so results equal eager PyTorch's
 under the same seed, forward and backward, for every size, without a fallback."""
+
 import torch
 
 import dyngen

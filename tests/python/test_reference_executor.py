@@ -1,22 +1,23 @@
-"""The reference executor (executors/reference.py) against eager PyTorch: the node list GraphBuilder records,
-interpreted with ATen ops and checked against the core's types. Every test here forces
+"""The reference executor (executors/reference.py) against eager PyTorch: the node list GraphBuilder
+records, interpreted with ATen ops and checked against the core's types. Every test here forces
 DYNGEN_EXECUTOR=reference and fails if anything is compiled for the C executor, so these are the
-tests of the reference executor whatever the environment asks for (scripts/test.sh runs the rest
-of the suite on the generated kernels)."""
+tests of the reference executor whatever the environment asks for (scripts/test.sh runs the rest of
+the suite on the generated kernels)."""
+
 import copy
 
 import pytest
+import test_ops_coverage as cov
 import torch
+from helpers import Routed, build_expert, routed_inputs
 
 import dyngen
 import dyngen.aot
-import test_ops_coverage as cov
-from dyngen.executors import reference, runtime
-from dyngen.errors import LaunchError
 from dyngen.core.ir import GraphBuilder, SymList
 from dyngen.core.ops import DType
+from dyngen.errors import LaunchError
+from dyngen.executors import reference, runtime
 from dyngen.options import options, set_options
-from helpers import Routed, build_expert, routed_inputs
 
 
 @pytest.fixture
@@ -26,10 +27,14 @@ def ref_only(fresh, monkeypatch):
     set_options(executor="reference", strict=True)
     runs = []
     real_run = reference.ReferenceExecutable.run
-    monkeypatch.setattr(reference.ReferenceExecutable, "run",
-                        lambda self, ins: runs.append(self.key) or real_run(self, ins))
-    monkeypatch.setattr(runtime, "_compile_capi",
-                        lambda *a, **k: pytest.fail("compiled for the C executor"))
+    monkeypatch.setattr(
+        reference.ReferenceExecutable,
+        "run",
+        lambda self, ins: runs.append(self.key) or real_run(self, ins),
+    )
+    monkeypatch.setattr(
+        runtime, "_compile_capi", lambda *a, **k: pytest.fail("compiled for the C executor")
+    )
     yield runs
     set_options(**saved.__dict__)
 
@@ -60,27 +65,47 @@ def test_reference_executor_seed_forward_backward_every_size_one_compile(ref_onl
     assert len(ref_only) >= 8  # forward and backward for each of the 4 sizes
 
 
-@pytest.mark.parametrize("case", [
-    lambda: cov.test_unary_trig_erf_sinc(None, torch.sin),
-    lambda: cov.test_unary_trig_erf_sinc(None, torch.cos),
-    lambda: cov.test_unary_trig_erf_sinc(None, torch.erf),
-    lambda: cov.test_unary_trig_erf_sinc(None, torch.sinc),
-    lambda: cov.test_sinc_at_zero_and_integers(None),
-    lambda: cov.test_gelu_and_its_backward(None, "none", torch.float32),
-    lambda: cov.test_gelu_and_its_backward(None, "tanh", torch.bfloat16),
-    lambda: cov.test_select_and_select_backward(None),
-    lambda: cov.test_index_put_with_and_without_accumulate(None),
-    lambda: cov.test_arange(None),
-    lambda: cov.test_cumsum(None),
-    lambda: cov.test_clamp_and_where_with_scalars(None),
-    lambda: cov.test_constant_pad_nd(None),
-    lambda: cov.test_cross_entropy_nll_loss(None, "mean"),
-    lambda: cov.test_cross_entropy_nll_loss(None, "none"),
-    lambda: cov.test_symbolic_comparison_in_graph(None),
-    lambda: cov.test_float16_end_to_end(None),
-], ids=["sin", "cos", "erf", "sinc", "sinc_zero", "gelu", "gelu_tanh_bf16", "select",
-        "index_put", "arange", "cumsum", "clamp_where", "pad", "cross_entropy_mean",
-        "cross_entropy_none", "sym_compare", "float16"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        lambda: cov.test_unary_trig_erf_sinc(None, torch.sin),
+        lambda: cov.test_unary_trig_erf_sinc(None, torch.cos),
+        lambda: cov.test_unary_trig_erf_sinc(None, torch.erf),
+        lambda: cov.test_unary_trig_erf_sinc(None, torch.sinc),
+        lambda: cov.test_sinc_at_zero_and_integers(None),
+        lambda: cov.test_gelu_and_its_backward(None, "none", torch.float32),
+        lambda: cov.test_gelu_and_its_backward(None, "tanh", torch.bfloat16),
+        lambda: cov.test_select_and_select_backward(None),
+        lambda: cov.test_index_put_with_and_without_accumulate(None),
+        lambda: cov.test_arange(None),
+        lambda: cov.test_cumsum(None),
+        lambda: cov.test_clamp_and_where_with_scalars(None),
+        lambda: cov.test_constant_pad_nd(None),
+        lambda: cov.test_cross_entropy_nll_loss(None, "mean"),
+        lambda: cov.test_cross_entropy_nll_loss(None, "none"),
+        lambda: cov.test_symbolic_comparison_in_graph(None),
+        lambda: cov.test_float16_end_to_end(None),
+    ],
+    ids=[
+        "sin",
+        "cos",
+        "erf",
+        "sinc",
+        "sinc_zero",
+        "gelu",
+        "gelu_tanh_bf16",
+        "select",
+        "index_put",
+        "arange",
+        "cumsum",
+        "clamp_where",
+        "pad",
+        "cross_entropy_mean",
+        "cross_entropy_none",
+        "sym_compare",
+        "float16",
+    ],
+)
 def test_reference_executor_issue10_ops_match_eager(ref_only, case):
     """ops-oneir's ops (issue 10) through AOTAutograd, forward and backward, against eager."""
     case()

@@ -1,18 +1,19 @@
 """The executor seam: choice and stats, the ctypes binding's agreement with dyngen.h, dumps, and
 the eager fallback."""
+
 import ctypes
-import importlib
 import logging
 import re
 
 import pytest
 import torch
+from conftest import REPO
 
 import dyngen
 import dyngen.thunderfx
-from conftest import REPO
 from dyngen import counters
-from dyngen.core import builder_api as _builder_api, capi as _capi
+from dyngen.core import builder_api as _builder_api
+from dyngen.core import capi as _capi
 from dyngen.core.ir import GraphBuilder
 from dyngen.core.ops import DType
 from dyngen.executors import runtime
@@ -38,7 +39,7 @@ def test_executor_choice_is_recorded(monkeypatch):
 
 
 def test_stats_executor_names_what_the_graphs_run_on(opts, monkeypatch):
-    """"reference", "emulate" (the generated kernels on CPU tensors) and "cuda" (on a GPU or the
+    """ "reference", "emulate" (the generated kernels on CPU tensors) and "cuda" (on a GPU or the
     driver double) apart, joined when a process used several; the C executor's counters are
     merged whatever CPU tensors use."""
     assert runtime.executor_name("reference", None) == "reference"
@@ -135,8 +136,10 @@ def test_fallback_is_partial_for_every_size_with_reason(fresh, opts, tmp_path, c
     compiled = dyngen.thunderfx.compile(f, dynamic=True)
     w = torch.randn(8, 4)
     warning = r"graph0\.inference runs in part as ATen ops: .*op erfinv"
-    with caplog.at_level(logging.INFO, logger="dyngen"), pytest.warns(
-            dyngen.FallbackWarning, match=warning) as warned:
+    with (
+        caplog.at_level(logging.INFO, logger="dyngen"),
+        pytest.warns(dyngen.FallbackWarning, match=warning) as warned,
+    ):
         for n in (3, 5, 9, 16):
             x = torch.randn(n, 8)
             torch.testing.assert_close(compiled(x, w), f(x, w))
@@ -162,6 +165,7 @@ def test_strict_fallback_raises_with_the_op_name(fresh, opts):
 
 def test_record_fallback_warns_once_per_graph_and_reason(opts):
     from dyngen.counters import record_fallback
+
     opts(strict=False)
     with pytest.warns(dyngen.FallbackWarning) as warned:
         for _ in range(3):
@@ -169,14 +173,19 @@ def test_record_fallback_warns_once_per_graph_and_reason(opts):
         record_fallback("g_once", "reason B")
         record_fallback("g_other", "reason A")
     assert [str(w.message) for w in warned] == [
-        "dyngen: g_once runs eagerly: reason A", "dyngen: g_once runs eagerly: reason B",
-        "dyngen: g_other runs eagerly: reason A"]
+        "dyngen: g_once runs eagerly: reason A",
+        "dyngen: g_once runs eagerly: reason B",
+        "dyngen: g_other runs eagerly: reason A",
+    ]
 
 
 def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
     opts(dump_dir=str(tmp_path))
-    compiled = torch.compile(lambda x, w: torch.nn.functional.silu(x @ w.t()) * 2,
-                             backend=dyngen.aot.backend, dynamic=True)
+    compiled = torch.compile(
+        lambda x, w: torch.nn.functional.silu(x @ w.t()) * 2,
+        backend=dyngen.aot.backend,
+        dynamic=True,
+    )
     w = torch.randn(6, 8)
     for n in (4, 7):
         x = torch.randn(8, n).t()  # non-contiguous: made contiguous at call time
@@ -261,8 +270,7 @@ def test_call_path_plans_follow_every_call(opts):
     for n in (3, 70, 3, 1, 70):
         x = torch.randn(n, 8)  # a new tensor (and pointer) every call
         (y,) = exe.run([x, w1, w2])
-        torch.testing.assert_close(y, torch.nn.functional.silu(x @ w1) @ w2,
-                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(y, torch.nn.functional.silu(x @ w1) @ w2, rtol=1e-4, atol=1e-5)
         kept.append((x, y, y.clone()))
     assert len({y.data_ptr() for _, y, _ in kept}) == len(kept)  # no output reused
     for _, y, copy in kept:  # later calls (and their workspace) wrote none of them

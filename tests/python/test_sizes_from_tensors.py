@@ -1,6 +1,7 @@
 """Note [Sizes read from tensors] (aot.py): Phi-3.5-MoE's rotary embedding takes its length from
 a 0-d tensor (arange(cache_position[-1] + 1)). PyTorch reads that value on the host, as eager
 does, and the rest compiles once in dyngen for every length, without a fallback."""
+
 import torch
 
 import dyngen

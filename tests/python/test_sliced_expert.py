@@ -2,14 +2,15 @@
 slice is `aten.select` in the forward and `select_backward` in the backward, and dyngen compiles
 both graphs whole (no fallback), for every token count. The token dim is marked dynamic and the
 expert index stays one Python int, so Dynamo keeps it a constant of the graph."""
+
 import copy
 
 import torch
+from helpers import assert_close_bf16
 from torch import nn
 
 import dyngen
 import dyngen.thunderfx
-from helpers import assert_close_bf16
 
 EXPERTS, FFN, HIDDEN = 4, 24, 16
 

@@ -1,6 +1,7 @@
 """A few of Thunder's own ThunderFX tests (the installed wheel's thunder/tests/test_dynamo.py) with
 dyngen swapped in, in the normal test run; tests/thunder_suite/run_thunder_suite.py runs them all,
 stock and swapped (see README.md)."""
+
 import importlib.util
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import run_thunder_suite as suite  # noqa: E402
 
 # tolist (symbols made inside the graph: dyngen takes it, partly as ATen ops), a static graph read
 # through the drop-in object's last_traces, and cat (static and automatic dynamic).
-SELECTED = ("test_thunderfx_tolist or test_thunderfx_last_traces or test_cat_no_split")
+SELECTED = "test_thunderfx_tolist or test_thunderfx_last_traces or test_cat_no_split"
 
 
 def test_selected_thunder_tests_pass_with_dyngen(tmp_path):

@@ -2,6 +2,7 @@
 many token counts, under stock ThunderFX (one Thunder compile per token count) and under
 dyngen.thunderfx (one Thunder compile for Dynamo's first, static call; one dyngen compile of the
 symbolic graph, forward and backward, for every later token count)."""
+
 import json
 import os
 import subprocess
@@ -9,26 +10,62 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import check_lora_grads, make, train_loop
 
 import dyngen
 import dyngen.thunderfx
-from helpers import check_lora_grads, make, train_loop
 
 HERE = Path(__file__).resolve().parent
 # The issue's "Done when": the seed's module at its real size (OLMoE expert hidden 2048, ffn 1024,
 # LoRA r=16, alpha=32; bf16 base, fp32 adapters) called with 30 distinct token counts.
 HIDDEN, FFN, RANK = 2048, 1024, 16
-TOKENS = [17, 5, 30, 2, 23, 9, 12, 31, 3, 26, 14, 7, 20, 28, 4, 11, 25, 16, 6, 29, 19, 8, 13,
-          22, 10, 27, 15, 21, 18, 24]  # 2..31 in a scrambled order
+TOKENS = [
+    17,
+    5,
+    30,
+    2,
+    23,
+    9,
+    12,
+    31,
+    3,
+    26,
+    14,
+    7,
+    20,
+    28,
+    4,
+    11,
+    25,
+    16,
+    6,
+    29,
+    19,
+    8,
+    13,
+    22,
+    10,
+    27,
+    15,
+    21,
+    18,
+    24,
+]  # 2..31 in a scrambled order
 assert sorted(TOKENS) == list(range(2, 32))
 
 
 def start_seed_loop(backend: str, tokens, *args, env=None) -> subprocess.Popen:
     """tests/python/seed_loop.py in a process of its own; finish with `seed_loop_result`."""
-    cmd = [sys.executable, str(HERE / "seed_loop.py"), "--backend", backend,
-           "--tokens", ",".join(map(str, tokens)), *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    cmd = [
+        sys.executable,
+        str(HERE / "seed_loop.py"),
+        "--backend",
+        backend,
+        "--tokens",
+        ",".join(map(str, tokens)),
+        *args,
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def seed_loop_result(proc: subprocess.Popen, timeout: float = 600) -> dict:
@@ -45,8 +82,18 @@ def test_seed_module_30_token_counts_dyngen_vs_stock(fresh):
 
     The stock loop runs at the same time in a second process (one torch thread): the two loops
     overlap on 2 cores. Each takes about 2.5 minutes alone there."""
-    stock = start_seed_loop("stock", TOKENS, "--hidden", str(HIDDEN), "--ffn", str(FFN),
-                            "--rank", str(RANK), "--threads", "1")
+    stock = start_seed_loop(
+        "stock",
+        TOKENS,
+        "--hidden",
+        str(HIDDEN),
+        "--ffn",
+        str(FFN),
+        "--rank",
+        str(RANK),
+        "--threads",
+        "1",
+    )
     try:
         model, eager = make(HIDDEN, FFN, RANK)
         transforms = []  # Note [Thunder transforms list]: the caller's list must stay untouched

@@ -1,10 +1,11 @@
 """export.unsupported_reason: per FX node, None when the exporter takes it, else the reason naming
 the op (the partitioner's question); and it agrees with a whole-graph export."""
+
 import torch
+from test_export import capture
 
 import dyngen
 from dyngen.fx.export import unsupported_reason
-from test_export import capture
 
 
 def _reasons(gm):
@@ -33,6 +34,7 @@ def test_unknown_op_is_named(fresh):
 
 def test_unsupported_arguments_are_reasons(fresh):
     """An op the exporter knows, with arguments it does not take: the node is refused."""
+
     def f(x):
         return torch.div(x, 3, rounding_mode="floor") + x
 

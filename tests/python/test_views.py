@@ -2,6 +2,7 @@
 `value_states = v.view(1, s, heads, d).transpose(1, 2)` when FSDP2's graph breaks leave it alone in
 a graph with the rotary embedding) comes back as a true view, so AOTAutograd's alias regeneration
 reads the right elements; before, it came back 140% off with no warning (issue 17)."""
+
 import torch
 
 import dyngen.aot
@@ -63,8 +64,10 @@ def test_view_replay_picks_only_views_of_inputs_and_outputs():
 def test_graph_check_flags_a_wrong_graph(fresh):
     graph_check.enable(1)
     try:
+
         def wrong(gm, example_inputs):
             return lambda *xs: tuple(o + 1 for o in gm(*xs))
+
         f = torch.compile(lambda x: (x.sin(),), backend=graph_check.wrap_backend(wrong))
         f(torch.randn(4, requires_grad=True))
         bad = [r for r in graph_check.report() if r["bad"]]

@@ -5,10 +5,15 @@ and `thunder.dynamo.ThunderCompiler` becomes `dyngen.thunderfx.DyngenCompiler` (
 every module that re-exports them, so `from thunder.dynamo import thunderfx` in a test module gets
 dyngen's. Graphs dyngen takes (symbolic shapes) no longer reach Thunder.
 """
+
 import importlib
 
-SWAPPED_MODULES = ("thunder.dynamo", "thunder.dynamo.compiler", "thunder.dynamo.report",
-                   "thunder.tests.framework")
+SWAPPED_MODULES = (
+    "thunder.dynamo",
+    "thunder.dynamo.compiler",
+    "thunder.dynamo.report",
+    "thunder.tests.framework",
+)
 
 
 def pytest_configure(config):

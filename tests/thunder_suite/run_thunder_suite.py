@@ -14,6 +14,7 @@ Each run takes several minutes on a small machine (about 5-10 on 2 cores), so th
 documented command rather than part of scripts/test.sh; tests/python/test_thunder_suite.py runs a
 few of the same tests under the swap in the normal test suite.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,19 @@ def test_file() -> Path:
 
 def start_pytest(kind: str, k_expr: str, out_dir: Path) -> subprocess.Popen:
     """Starts one run; its junit report goes to out_dir/<kind>.xml, its output to <kind>.log."""
-    cmd = [sys.executable, "-m", "pytest", str(test_file()), "-k", k_expr, "-q", "-rfE",
-           "-p", "no:cacheprovider", f"--junitxml={out_dir / f'{kind}.xml'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(test_file()),
+        "-k",
+        k_expr,
+        "-q",
+        "-rfE",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={out_dir / f'{kind}.xml'}",
+    ]
     env = dict(os.environ)
     # Thunder's tests are a user's program: dyngen runs in its default mode there, where a graph
     # it cannot take warns and runs as ATen ops (DYNGEN_STRICT would turn that into an error).
@@ -55,8 +67,9 @@ def start_pytest(kind: str, k_expr: str, out_dir: Path) -> subprocess.Popen:
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     log = out_dir / f"{kind}.log"
     print(f"[{kind}] {' '.join(cmd)}  (log: {log})", flush=True)
-    return subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env,
-                            cwd=out_dir)
+    return subprocess.Popen(
+        cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, cwd=out_dir
+    )
 
 
 def finish_pytest(kind: str, proc: subprocess.Popen, out_dir: Path) -> dict:
@@ -128,8 +141,9 @@ def main(argv=None) -> int:
                 print(f"      ({expected[name]})")
             else:
                 regressions.append(name)
-    gained = [n for n, (o, _) in dyn.items()
-              if o == "passed" and stock.get(n, ("",))[0] != "passed"]
+    gained = [
+        n for n, (o, _) in dyn.items() if o == "passed" and stock.get(n, ("",))[0] != "passed"
+    ]
     for name in gained:
         print(f"  passes only with dyngen: {name} (stock: {stock.get(name, ('missing',))[0]})")
     print(f"regressions: {len(regressions)}")

@@ -23,24 +23,51 @@ The package follows the data path, top to bottom; a module imports only from lay
 
 `dyngen.thunderfx` and `dyngen.aot` import Thunder and AOTAutograd, so they load on first use.
 """
+
 from .compiled import CompiledGraph, compile_graph
-from .errors import (ExportError, FallbackError, FallbackWarning, InvalidGraph, LaunchError,
-                     LibraryNotFound, Unsupported)
+from .errors import (
+    ExportError,
+    FallbackError,
+    FallbackWarning,
+    InvalidGraph,
+    LaunchError,
+    LibraryNotFound,
+    Unsupported,
+)
 from .executors.cache import cache_dir
 from .executors.executable import Executable
 from .executors.runtime import compile_ir, compile_text, executor_kind
 from .fx.export import Exported, export
 from .report import reset_stats, stats  # also registers DYNGEN_CACHE_SUMMARY's report at exit
 
-__all__ = ["Unsupported", "ExportError", "FallbackError", "FallbackWarning", "InvalidGraph",
-           "LaunchError", "LibraryNotFound", "Exported", "export", "CompiledGraph", "compile_graph",
-           "Executable", "compile_ir", "compile_text", "executor_kind", "stats", "reset_stats",
-           "thunderfx", "aot", "cache_dir"]
+__all__ = [
+    "Unsupported",
+    "ExportError",
+    "FallbackError",
+    "FallbackWarning",
+    "InvalidGraph",
+    "LaunchError",
+    "LibraryNotFound",
+    "Exported",
+    "export",
+    "CompiledGraph",
+    "compile_graph",
+    "Executable",
+    "compile_ir",
+    "compile_text",
+    "executor_kind",
+    "stats",
+    "reset_stats",
+    "thunderfx",
+    "aot",
+    "cache_dir",
+]
 __version__ = "0.1.0"
 
 
 def __getattr__(name):
     if name in ("thunderfx", "aot"):
         import importlib
+
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(name)

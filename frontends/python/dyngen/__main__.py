@@ -3,6 +3,7 @@
 The installed package carries the CLI binary as dyngen/bin/dyngen (next to libdyngen.so); in a
 checkout it is <repo>/build/dyngen. $DYNGEN_CLI overrides both.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             os.execv(str(path), [str(path), *args])  # does not return
     tried = ", ".join(str(p) for p in cli_candidates())
-    print(f"dyngen: the CLI binary was not found (tried {tried}); install the package with "
-          "`pip install <repo>` or build it with CMake", file=sys.stderr)
+    print(
+        f"dyngen: the CLI binary was not found (tried {tried}); install the package with "
+        "`pip install <repo>` or build it with CMake",
+        file=sys.stderr,
+    )
     return 1
 
 

@@ -1,4 +1,5 @@
 """An exported FX graph bound to an Executable, callable with the FX graph's own arguments."""
+
 from __future__ import annotations
 
 import torch
@@ -14,16 +15,16 @@ class CompiledGraph:
     """Calls the executable with the IR inputs taken from the FX arguments (tensors made
     contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
 
-    def __init__(self, exported: Exported, name: str = "graph", device=None,
-                 prebuild_archs=None):
+    def __init__(self, exported: Exported, name: str = "graph", device=None, prebuild_archs=None):
         """`device`: where the example inputs live; the executor follows it (Note [Executor
         choice]). `prebuild_archs`: see runtime.compile_ir."""
         self.exported = exported
         self.name = name
         self.exe = None
         if exported.graph.outputs:
-            self.exe = runtime.compile_ir(exported.graph, name, device=device,
-                                          prebuild_archs=prebuild_archs)
+            self.exe = runtime.compile_ir(
+                exported.graph, name, device=device, prebuild_archs=prebuild_archs
+            )
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
 
     def __call__(self, *args):
@@ -52,8 +53,9 @@ class CompiledGraph:
         return pytree.tree_unflatten(leaves, ex.out_spec)
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs=None,
-                  name: str = "graph", prebuild_archs=None) -> CompiledGraph:
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph", prebuild_archs=None
+) -> CompiledGraph:
     """Exports `gm` and compiles it with the process's executor (raises Unsupported);
     `prebuild_archs`: runtime.compile_ir."""
     exported = export(gm, example_inputs, name=name)

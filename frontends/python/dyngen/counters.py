@@ -4,6 +4,7 @@ A leaf of the package (it imports only errors and options): every layer counts h
 report.py turns the counters into `dyngen.stats()`, adding the C library's own counters and
 Thunder's cache misses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 
 from .errors import FallbackError, FallbackWarning
 from .options import log, options
-
 
 # Note [Where graphs and ops ran]
 # graphs_where counts, per place: "dyngen" ATen graphs (an AOTAutograd forward, backward or
@@ -35,16 +35,16 @@ OP_PLACES = ("dyngen", "aten", "thunder", "eager", "rng", "host")
 
 @dataclass
 class _Counters:
-    graphs_compiled: int = 0      # compile calls that produced an executable (cache hits included)
-    nvrtc_compiles: int = 0       # real code generations (NVRTC or the host compiler)
+    graphs_compiled: int = 0  # compile calls that produced an executable (cache hits included)
+    nvrtc_compiles: int = 0  # real code generations (NVRTC or the host compiler)
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
-    exported_graphs: int = 0      # FX graphs exported to the IR (forward and backward count apart)
-    dynamic_graphs: int = 0       # Dynamo graphs with symbolic shapes given to dyngen
-    static_graphs: int = 0        # Dynamo graphs with static shapes given to Thunder
-    backend_calls: int = 0        # every Dynamo graph the backend saw (= Dynamo compiles)
-    prebuild_compiled: int = 0    # binaries compiled for DYNGEN_PREBUILD_ARCHS (executors/cache.py)
-    prebuild_cached: int = 0      # ... found already in the cache
+    exported_graphs: int = 0  # FX graphs exported to the IR (forward and backward count apart)
+    dynamic_graphs: int = 0  # Dynamo graphs with symbolic shapes given to dyngen
+    static_graphs: int = 0  # Dynamo graphs with static shapes given to Thunder
+    backend_calls: int = 0  # every Dynamo graph the backend saw (= Dynamo compiles)
+    prebuild_compiled: int = 0  # binaries compiled for DYNGEN_PREBUILD_ARCHS (executors/cache.py)
+    prebuild_cached: int = 0  # ... found already in the cache
     prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
     # Note [Where graphs and ops ran]
@@ -56,7 +56,7 @@ _lock = threading.Lock()
 _c = _Counters()
 # Thunder's miss counters live on its compiled functions; reset_stats() records each backend's
 # count at the reset and stats() reports what came after.
-_thunder_compilers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_thunder_compilers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def bump(name: str, n: int = 1) -> None:
@@ -111,8 +111,9 @@ def register_thunder_compiler(tc) -> None:
 
 def thunder_cache_misses() -> int:
     """Summed `thunder.cache_misses` over every function Thunder compiled for a live backend."""
-    return sum(count_thunder_cache_misses(tc) - base
-               for tc, base in list(_thunder_compilers.items()))
+    return sum(
+        count_thunder_cache_misses(tc) - base for tc, base in list(_thunder_compilers.items())
+    )
 
 
 def count_thunder_cache_misses(tc) -> int:
@@ -129,8 +130,10 @@ def count_thunder_cache_misses(tc) -> int:
 def snapshot() -> tuple[dict, str]:
     """(a copy of the counters, the executors joined with "+") for report.stats()."""
     with _lock:
-        d = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
-             for k, v in _c.__dict__.items()}
+        d = {
+            k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+            for k, v in _c.__dict__.items()
+        }
         return d, "+".join(sorted(_executors))
 
 

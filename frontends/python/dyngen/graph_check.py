@@ -4,13 +4,13 @@ Note [Checking graphs against eager]
 When training goes wrong under a compiled model and nothing fell back, the question is which of
 the dozens of Dynamo graphs computes something else than PyTorch. With DYNGEN_CHECK_GRAPHS=N (or
 `graph_check.enable(N)`, N=2 by default), each graph the ThunderFX backend returns is wrapped: on
-its first N calls it also runs, on copies of the inputs, the compiled function and the Dynamo graph itself (eager
-PyTorch), compares the forward outputs, then back-propagates the same random cotangents through
-both and compares the gradients of every input that requires grad. The real call then runs as
-usual, so training is unchanged. `report()` lists every graph checked with its largest relative
-differences (forward and gradient) and `bad` for those over the tolerance of their dtype; each bad
-graph is also logged as a warning. `wrap_backend(backend)` does the same for any torch.compile
-backend (eager, aot_eager), for comparison.
+its first N calls it also runs, on copies of the inputs, the compiled function and the Dynamo graph
+itself (eager PyTorch), compares the forward outputs, then back-propagates the same random
+cotangents through both and compares the gradients of every input that requires grad. The real call
+then runs as usual, so training is unchanged. `report()` lists every graph checked with its largest
+relative differences (forward and gradient) and `bad` for those over the tolerance of their dtype;
+each bad graph is also logged as a warning. `wrap_backend(backend)` does the same for any
+torch.compile backend (eager, aot_eager), for comparison.
 
 Copies are plain tensors, so the check answers "is this function right", not "is it right with
 the caller's tensors": a function that went wrong only because FSDP2 frees and refills its
@@ -19,6 +19,7 @@ unsharded parameters' storage between forward and backward would pass here. None
 there was dyngen's view outputs (Note [Outputs that are views]) and Thunder's bf16 rounding, an
 ulp apart from eager's in silu's backward and SDPA (0.3-0.6%, under the bf16 tolerance).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,7 @@ from torch.utils import _pytree as pytree
 
 from .options import log, options
 
-TOLERANCE = {torch.bfloat16: 2e-2, torch.float16: 5e-3, torch.float32: 1e-4,
-             torch.float64: 1e-9}
+TOLERANCE = {torch.bfloat16: 2e-2, torch.float16: 5e-3, torch.float32: 1e-4, torch.float64: 1e-9}
 _calls = None  # enable()'s choice; None: DYNGEN_CHECK_GRAPHS
 _results: dict = {}
 
@@ -79,15 +79,18 @@ def _run(fn, args):
     so the function gets a clone of each leaf that requires grad."""
     xs = [_copy(a) for a in args]
     with torch.enable_grad():
-        out = _tensors(fn(*[x.clone() if isinstance(x, torch.Tensor) and x.requires_grad else x
-                            for x in xs]))
+        out = _tensors(
+            fn(*[x.clone() if isinstance(x, torch.Tensor) and x.requires_grad else x for x in xs])
+        )
     return xs, out
 
 
 def check(name: str, gm, fn, args) -> dict:
     """One comparison of `fn` (compiled) with `gm` (eager) on copies of `args`."""
-    r = _results.setdefault(name, {"graph": name, "calls": 0, "fwd_rel": 0.0, "grad_rel": 0.0,
-                                   "bad": False, "worst": ""})
+    r = _results.setdefault(
+        name,
+        {"graph": name, "calls": 0, "fwd_rel": 0.0, "grad_rel": 0.0, "bad": False, "worst": ""},
+    )
     xs_c, out_c = _run(fn, args)
     xs_e, out_e = _run(gm, args)
     r["calls"] += 1
@@ -98,22 +101,29 @@ def check(name: str, gm, fn, args) -> dict:
         if d > r["fwd_rel"]:
             r["fwd_rel"], r["worst"] = d, f"output {i} {e.dtype}{list(e.shape)}"
     if torch.is_grad_enabled():
-        pairs = [(c, e) for c, e in zip(out_c, out_e)
-                 if e.requires_grad and c.requires_grad and e.is_floating_point()]
+        pairs = [
+            (c, e)
+            for c, e in zip(out_c, out_e)
+            if e.requires_grad and c.requires_grad and e.is_floating_point()
+        ]
         wrt = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
         if pairs and wrt:
             g = torch.Generator().manual_seed(0)
-            cot = [torch.randn(e.shape, generator=g, dtype=torch.float32).to(e.dtype)
-                   for _, e in pairs]
+            cot = [
+                torch.randn(e.shape, generator=g, dtype=torch.float32).to(e.dtype) for _, e in pairs
+            ]
             try:
-                gc = torch.autograd.grad([c for c, _ in pairs], [xs_c[i] for i in wrt], cot,
-                                         allow_unused=True)
-                ge = torch.autograd.grad([e for _, e in pairs], [xs_e[i] for i in wrt], cot,
-                                         allow_unused=True)
+                gc = torch.autograd.grad(
+                    [c for c, _ in pairs], [xs_c[i] for i in wrt], cot, allow_unused=True
+                )
+                ge = torch.autograd.grad(
+                    [e for _, e in pairs], [xs_e[i] for i in wrt], cot, allow_unused=True
+                )
             except RuntimeError as e:  # a graph the copies cannot replay: said, not fatal
                 r["grad_error"] = f"{type(e).__name__}: {e}"[:300]
-                log.warning("dyngen graph check: %s: gradients not compared: %s", name,
-                            r["grad_error"])
+                log.warning(
+                    "dyngen graph check: %s: gradients not compared: %s", name, r["grad_error"]
+                )
                 gc = ge = ()
             for i, a, b in zip(wrt, gc, ge):
                 d = _rel(a, b)
@@ -127,8 +137,13 @@ def check(name: str, gm, fn, args) -> dict:
     if max(r["fwd_rel"], r["grad_rel"]) > max(tol, 1e-6) and not r["bad"]:
         r["bad"] = True
         _save(name, gm, args)
-        log.warning("dyngen graph check: %s differs from eager: forward %.3g, gradients %.3g "
-                    "(worst: %s)", name, r["fwd_rel"], r["grad_rel"], r["worst"])
+        log.warning(
+            "dyngen graph check: %s differs from eager: forward %.3g, gradients %.3g (worst: %s)",
+            name,
+            r["fwd_rel"],
+            r["grad_rel"],
+            r["worst"],
+        )
     return r
 
 
@@ -140,8 +155,10 @@ def _save(name, gm, args) -> None:
         return
     os.makedirs(d, exist_ok=True)
     try:
-        torch.save({"code": gm.code, "args": [_copy(a) for a in args]},
-                   os.path.join(d, f"{name.replace('#', '_')}.pt"))
+        torch.save(
+            {"code": gm.code, "args": [_copy(a) for a in args]},
+            os.path.join(d, f"{name.replace('#', '_')}.pt"),
+        )
     except Exception as e:  # noqa: BLE001 - a debugging aid: the check's verdict stands
         log.warning("dyngen graph check: could not save %s: %s", name, e)
 
@@ -172,6 +189,7 @@ def wrap_backend(backend):
         name = f"graph{count[0]}"
         count[0] += 1
         return wrap(name, gm, backend(gm, example_inputs, **kw))
+
     return checked_backend
 
 

@@ -1,4 +1,5 @@
 """Options read once from the environment (DYNGEN_*), and the package logger."""
+
 from __future__ import annotations
 
 import logging
@@ -8,12 +9,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Options:
-    log: str = ""            # DYNGEN_LOG: "", "info" or "debug"
-    dump_dir: str = ""       # DYNGEN_DUMP: folder for each exported graph (graph.fb + IR text)
-    lib_path: str = ""       # DYNGEN_LIB: path to libdyngen.so
-    executor: str = ""       # DYNGEN_EXECUTOR: "", "reference" or "emulate": Note [Executor choice]
-    target: str = ""         # DYNGEN_TARGET: dg_compile_options.target ("": from the tensors)
-    strict: bool = False     # DYNGEN_STRICT=1: a fallback raises instead of warning
+    log: str = ""  # DYNGEN_LOG: "", "info" or "debug"
+    dump_dir: str = ""  # DYNGEN_DUMP: folder for each exported graph (graph.fb + IR text)
+    lib_path: str = ""  # DYNGEN_LIB: path to libdyngen.so
+    executor: str = ""  # DYNGEN_EXECUTOR: "", "reference" or "emulate": Note [Executor choice]
+    target: str = ""  # DYNGEN_TARGET: dg_compile_options.target ("": from the tensors)
+    strict: bool = False  # DYNGEN_STRICT=1: a fallback raises instead of warning
     # DYNGEN_TEST_DRIVER_DOUBLE=1 (tests only): CPU tensors take the GPU path (target cuda:0)
     # through the driver double that DYNGEN_CUDA_DRIVER names, its device memory being host memory.
     driver_double: bool = False
@@ -25,22 +26,25 @@ class Options:
     check_graphs_dir: str = ""
 
     @staticmethod
-    def from_env() -> "Options":
+    def from_env() -> Options:
         e = os.environ
-        return Options(log=e.get("DYNGEN_LOG", "").lower(), dump_dir=e.get("DYNGEN_DUMP", ""),
-                       lib_path=e.get("DYNGEN_LIB", ""),
-                       executor=e.get("DYNGEN_EXECUTOR", "").lower(),
-                       target=e.get("DYNGEN_TARGET", ""),
-                       strict=e.get("DYNGEN_STRICT", "0") not in ("", "0"),
-                       driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"),
-                       prebuild_archs=parse_archs(e.get("DYNGEN_PREBUILD_ARCHS", "")),
-                       cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"),
-                       check_graphs=int(e.get("DYNGEN_CHECK_GRAPHS", "0") or 0),
-                       check_graphs_dir=e.get("DYNGEN_CHECK_GRAPHS_DIR", ""))
+        return Options(
+            log=e.get("DYNGEN_LOG", "").lower(),
+            dump_dir=e.get("DYNGEN_DUMP", ""),
+            lib_path=e.get("DYNGEN_LIB", ""),
+            executor=e.get("DYNGEN_EXECUTOR", "").lower(),
+            target=e.get("DYNGEN_TARGET", ""),
+            strict=e.get("DYNGEN_STRICT", "0") not in ("", "0"),
+            driver_double=e.get("DYNGEN_TEST_DRIVER_DOUBLE", "0") not in ("", "0"),
+            prebuild_archs=parse_archs(e.get("DYNGEN_PREBUILD_ARCHS", "")),
+            cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"),
+            check_graphs=int(e.get("DYNGEN_CHECK_GRAPHS", "0") or 0),
+            check_graphs_dir=e.get("DYNGEN_CHECK_GRAPHS_DIR", ""),
+        )
 
 
 def parse_archs(archs) -> tuple:
-    """"sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept."""
+    """ "sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept."""
     if archs is None:
         return ()
     items = archs.split(",") if isinstance(archs, str) else list(archs)

@@ -14,6 +14,7 @@ dims (2*s0) or not at all in its inputs, the outer graph passes that symbol in a
 argument, read from where the symbol is defined (a placeholder's dim, or the node that makes an
 unbacked size).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,11 +38,11 @@ class PartialResult:
     """What `compile_partial` made: the callable and where each op of the graph runs."""
 
     fn: object
-    regions: int = 0              # regions dyngen compiled
-    dyngen_ops: int = 0           # call nodes inside those regions
-    aten_ops: int = 0             # call nodes PyTorch runs (random draws apart)
-    rng_draws: int = 0            # random draws PyTorch runs first (Note [Random numbers])
-    host_reads: int = 0           # sizes read from tensors (Note [Sizes read from tensors])
+    regions: int = 0  # regions dyngen compiled
+    dyngen_ops: int = 0  # call nodes inside those regions
+    aten_ops: int = 0  # call nodes PyTorch runs (random draws apart)
+    rng_draws: int = 0  # random draws PyTorch runs first (Note [Random numbers])
+    host_reads: int = 0  # sizes read from tensors (Note [Sizes read from tensors])
     aten_reasons: dict = field(default_factory=dict)  # op name -> why dyngen did not take it
 
 
@@ -132,12 +133,18 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
             supported.add(n)
         else:
             reasons.setdefault(op_name(n), why)
-    result = PartialResult(gm, aten_ops=n_calls, aten_reasons=reasons,
-                           rng_draws=hoisted.draws, host_reads=len(host_reads))
+    result = PartialResult(
+        gm,
+        aten_ops=n_calls,
+        aten_reasons=reasons,
+        rng_draws=hoisted.draws,
+        host_reads=len(host_reads),
+    )
     if not supported:
         return result
-    partitioner = CapabilityBasedPartitioner(gm, _Supported(supported),
-                                             allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(
+        gm, _Supported(supported), allows_single_node_partition=True
+    )
     partitions = partitioner.propose_partitions()
     if not partitions:
         return result
@@ -163,8 +170,9 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     return result
 
 
-def _add_symbol_inputs(outer: torch.fx.GraphModule, call: torch.fx.Node,
-                       sub: torch.fx.GraphModule, sources: dict) -> None:
+def _add_symbol_inputs(
+    outer: torch.fx.GraphModule, call: torch.fx.Node, sub: torch.fx.GraphModule, sources: dict
+) -> None:
     """Gives the region's placeholders their metadata and passes in, as SymInt arguments, the
     symbols its inputs do not bind whole (Note [Partial graphs])."""
     phs = [n for n in sub.graph.nodes if n.op == "placeholder"]
@@ -177,8 +185,11 @@ def _add_symbol_inputs(outer: torch.fx.GraphModule, call: torch.fx.Node,
         if isinstance(v, torch.SymInt) and v.node.expr.is_Symbol:
             whole.add(v.node.expr)
         elif isinstance(v, torch.Tensor):
-            whole |= {d.node.expr for d in v.shape
-                      if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol}
+            whole |= {
+                d.node.expr
+                for d in v.shape
+                if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol
+            }
     for n in sub.graph.nodes:
         used |= _free_symbols(meta_val(n))
     # Only a symbol defined before the call in the outer graph can be passed in; one defined
@@ -188,8 +199,7 @@ def _add_symbol_inputs(outer: torch.fx.GraphModule, call: torch.fx.Node,
         if n is call:
             break
         before.add(n)
-    missing = sorted((s for s in used - whole if s in sources and sources[s][0] in before),
-                     key=str)
+    missing = sorted((s for s in used - whole if s in sources and sources[s][0] in before), key=str)
     if not missing:
         return
     new_args = list(call.args)
@@ -200,8 +210,11 @@ def _add_symbol_inputs(outer: torch.fx.GraphModule, call: torch.fx.Node,
             arg = node if dim is None else outer.graph.call_function(aten.sym_size.int, (node, dim))
         arg.meta["val"] = _symint_of(node, dim)
         new_args.append(arg)
-        ctx = (sub.graph.inserting_after(last) if last is not None
-               else sub.graph.inserting_before(next(iter(sub.graph.nodes))))
+        ctx = (
+            sub.graph.inserting_after(last)
+            if last is not None
+            else sub.graph.inserting_before(next(iter(sub.graph.nodes)))
+        )
         with ctx:
             p = sub.graph.placeholder(f"sym_{s}")
         p.meta["val"] = _symint_of(node, dim)

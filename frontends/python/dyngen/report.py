@@ -5,6 +5,7 @@ library is loaded, sums Thunder's cache misses over every Thunder-compiled graph
 ThunderFX backend, and adds the kernel cache's report. DYNGEN_CACHE_SUMMARY=1 prints one line of
 it at exit. It sits on top of the executors because it reads them; nothing below imports it.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -43,11 +44,15 @@ def summary_line() -> str:
     if s["executor"] == "reference":
         return f"dyngen cache: {s['executor']} executor, no kernel cache used"
     rate = "n/a" if c["hit_rate"] is None else f"{100 * c['hit_rate']:.0f}%"
-    line = (f"dyngen cache: {c['from_cache']} kernel binaries from the cache ({c['from_disk']} "
-            f"disk, {c['from_memory']} memory), {c['compiled']} compiled, hit rate {rate}")
+    line = (
+        f"dyngen cache: {c['from_cache']} kernel binaries from the cache ({c['from_disk']} "
+        f"disk, {c['from_memory']} memory), {c['compiled']} compiled, hit rate {rate}"
+    )
     if c["prebuild_compiled"] or c["prebuild_cached"] or c["prebuild_failed"]:
-        line += (f"; prebuilt {c['prebuild_compiled']} compiled, {c['prebuild_cached']} cached, "
-                 f"{c['prebuild_failed']} failed")
+        line += (
+            f"; prebuilt {c['prebuild_compiled']} compiled, {c['prebuild_cached']} cached, "
+            f"{c['prebuild_failed']} failed"
+        )
     return line + f" [{c['folder']}]"
 
 

@@ -30,8 +30,8 @@ A static graph that Thunder cannot split or compile (its splitter raises at comp
 trace raises at the first call, or its first call returns outputs whose shapes or dtypes differ
 from Dynamo's) is compiled by dyngen instead, through AOTAutograd as a dynamic graph is (static
 sizes are a special case of symbolic ones), with a warning naming Thunder's failure. Only when
-dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback); either way
-the training step goes on.
+dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback);
+either way the training step goes on.
 
 Note [Dynamo restarts]
 Two exceptions out of compile_dynamic are not failures and must reach their callers: FallbackError
@@ -41,21 +41,27 @@ TensorifyScalarRestartAnalysis so that Dynamo traces the frame again with the fl
 made a tensor, and hands the backend the new graph. Caught here as an error, it turned a graph
 that compiles into an eager fallback (issue 17).
 """
+
 from __future__ import annotations
 
 import torch
+from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 from torch._dynamo.exc import RestartAnalysis
 from torch.utils import _pytree as pytree
-from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 
 from . import graph_check
 from .aot import compile_dynamic
+from .counters import (
+    bump,
+    count_thunder_cache_misses,
+    count_where,
+    record_fallback,
+    register_thunder_compiler,
+)
 from .errors import FallbackError
 from .executors.cache import check_archs
 from .fx.values import meta_val
 from .options import log
-from .counters import (bump, count_thunder_cache_misses, count_where, record_fallback,
-                    register_thunder_compiler)
 
 
 def _symbolic(v) -> bool:
@@ -72,13 +78,11 @@ def is_dynamic(example_inputs, gm: torch.fx.GraphModule | None = None) -> bool:
         return True
     if gm is None:
         return False
-    return any(_symbolic(v) for n in gm.graph.nodes
-               for v in pytree.tree_flatten(meta_val(n))[0])
+    return any(_symbolic(v) for n in gm.graph.nodes for v in pytree.tree_flatten(meta_val(n))[0])
 
 
 def _call_nodes(gm) -> int:
-    return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method",
-                                                       "call_module"))
+    return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
 
 class DyngenCompiler(ThunderCompiler):
@@ -113,8 +117,13 @@ class DyngenCompiler(ThunderCompiler):
         rec = {"graph": name, "kind": "dyngen", "reason": "symbolic shapes", "parts": []}
         self.graphs.append(rec)
         try:
-            fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
-                                 prebuild_archs=self.prebuild_archs)
+            fn = compile_dynamic(
+                gm,
+                sample_args,
+                name,
+                report=rec["parts"].append,
+                prebuild_archs=self.prebuild_archs,
+            )
         except RestartAnalysis as e:  # Note [Dynamo restarts]
             rec.update(kind="retraced", reason=f"Dynamo traces it again: {type(e).__name__}")
             log.info("%s: %s", name, rec["reason"])
@@ -141,8 +150,9 @@ class DyngenCompiler(ThunderCompiler):
             split = super().__call__(gm, sample_args, **compile_options)
         except Exception as e:  # noqa: BLE001 - Note [When Thunder fails]
             del self.subgraph_infos[n_infos:]
-            return self._instead(gm, sample_args, rec,
-                                 f"Thunder could not split it: {type(e).__name__}: {e}")
+            return self._instead(
+                gm, sample_args, rec, f"Thunder could not split it: {type(e).__name__}: {e}"
+            )
         log.info("%s: static shapes, given to Thunder", name)
         return _GuardedThunder(self, gm, split, rec)
 
@@ -151,8 +161,13 @@ class DyngenCompiler(ThunderCompiler):
         runs it when dyngen fails too."""
         name = rec["graph"]
         try:
-            fn = compile_dynamic(gm, sample_args, name, report=rec["parts"].append,
-                                 prebuild_archs=self.prebuild_archs)
+            fn = compile_dynamic(
+                gm,
+                sample_args,
+                name,
+                report=rec["parts"].append,
+                prebuild_archs=self.prebuild_archs,
+            )
         except (FallbackError, RestartAnalysis):  # Note [Dynamo restarts]
             raise
         except Exception as e:  # noqa: BLE001
@@ -186,8 +201,9 @@ class _GuardedThunder:
         try:
             out = self.split(*args)
         except Exception as e:  # noqa: BLE001
-            return self._fall_back(args, f"Thunder failed at its first call: "
-                                         f"{type(e).__name__}: {e}")
+            return self._fall_back(
+                args, f"Thunder failed at its first call: {type(e).__name__}: {e}"
+            )
         bad = _mismatch(self.gm, out)
         if bad:
             return self._fall_back(args, f"Thunder's outputs differ from Dynamo's: {bad}")
@@ -212,8 +228,9 @@ def _mismatch(gm, out) -> str:
     for i, (w, g) in enumerate(zip(want, got)):
         if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
             if tuple(w.shape) != tuple(g.shape) or w.dtype != g.dtype:
-                return (f"output {i}: {g.dtype}{list(g.shape)}, Dynamo expects "
-                        f"{w.dtype}{list(w.shape)}")
+                return (
+                    f"output {i}: {g.dtype}{list(g.shape)}, Dynamo expects {w.dtype}{list(w.shape)}"
+                )
     return ""
 
 

@@ -16,6 +16,7 @@ real base: a true view with eager's strides and offset, which costs no kernel. O
 starts at an intermediate that is not an output keep dyngen's value (AOTAutograd returns the base
 of such aliases as an output of its own, so they do not occur in its graphs).
 """
+
 from __future__ import annotations
 
 import operator
@@ -38,8 +39,9 @@ def _is_view(n: torch.fx.Node) -> bool:
 
 def _is_scalar(n: torch.fx.Node) -> bool:
     v = n.meta.get("val")
-    return n.op == "call_function" and isinstance(v, (int, float, bool, torch.SymInt,
-                                                      torch.SymFloat, torch.SymBool))
+    return n.op == "call_function" and isinstance(
+        v, (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+    )
 
 
 def view_replay(gm: torch.fx.GraphModule):
@@ -50,8 +52,11 @@ def view_replay(gm: torch.fx.GraphModule):
     g = torch.fx.Graph()
     env = {n: g.placeholder(n.name) for n in gm.graph.nodes if n.op == "placeholder"}
     produced = [g.placeholder(f"out{i}") for i in range(len(flat))]
-    plain = {n: produced[i] for i, n in reversed(list(enumerate(flat)))
-             if isinstance(n, torch.fx.Node) and not _is_view(n) and n.op != "placeholder"}
+    plain = {
+        n: produced[i]
+        for i, n in reversed(list(enumerate(flat)))
+        if isinstance(n, torch.fx.Node) and not _is_view(n) and n.op != "placeholder"
+    }
 
     def get(n):
         if n in env:
@@ -93,5 +98,6 @@ def with_true_views(gm: torch.fx.GraphModule, fn):
         for i, v in zip(picked, replay(*args, *leaves)):
             leaves[i] = v
         return pytree.tree_unflatten(leaves, spec)
+
     run.views_replayed = picked
     return run

@@ -7,6 +7,7 @@ dynamic one (what dyngen compiles), and Thunder's cache misses per call.
         --hidden 256 --ffn 128 --tokens 5,9,12,17
 Defaults are small; --hidden 2048 --ffn 1024 is the real OLMoE expert.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,12 @@ def build_expert(hidden: int, ffn: int, rank: int, alpha: int) -> nn.Module:
 
     cfg = OlmoeConfig(hidden_size=hidden, intermediate_size=ffn, hidden_act="silu")
     mlp = OlmoeMLP(cfg).to(torch.bfloat16)
-    lcfg = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0,
-                      target_modules=["gate_proj", "up_proj", "down_proj"])
+    lcfg = LoraConfig(
+        r=rank,
+        lora_alpha=alpha,
+        lora_dropout=0.0,
+        target_modules=["gate_proj", "up_proj", "down_proj"],
+    )
     model = get_peft_model(mlp, lcfg)  # autocast_adapter_dtype=True: adapters in fp32
     for name, p in model.named_parameters():
         if "lora_B" in name:  # PEFT initialises B to zero; make the adapter do something
@@ -66,10 +71,12 @@ def print_aten_graphs(gm: torch.fx.GraphModule, example_inputs) -> None:
             print(f"\n===== AOTAutograd {kind} ATen graph =====")
             print(g.print_readable(False))
             return g
+
         return compiler
 
-    aot_module_simplified(gm, example_inputs, fw_compiler=show("forward"),
-                          bw_compiler=show("backward"))
+    aot_module_simplified(
+        gm, example_inputs, fw_compiler=show("forward"), bw_compiler=show("backward")
+    )
 
 
 def main() -> None:
@@ -83,8 +90,8 @@ def main() -> None:
     ap.add_argument("--no-aten", action="store_true", help="skip the AOTAutograd graphs")
     args = ap.parse_args()
 
-    from thunder.dynamo import ThunderCompiler
     import thunder
+    from thunder.dynamo import ThunderCompiler
 
     torch.manual_seed(0)
     model = Routed(build_expert(args.hidden, args.ffn, args.rank, args.alpha))
@@ -92,14 +99,18 @@ def main() -> None:
     seen_dynamic = []
 
     def backend(gm, example_inputs):
-        dynamic = any(isinstance(a, torch.SymInt) or (isinstance(a, torch.Tensor) and any(
-            isinstance(s, torch.SymInt) for s in a.shape)) for a in example_inputs)
+        dynamic = any(
+            isinstance(a, torch.SymInt)
+            or (isinstance(a, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in a.shape))
+            for a in example_inputs
+        )
         n = len(thunder_backend.subgraph_infos)
         print(f"\n===== Dynamo graph #{n} (dynamic={dynamic}) =====")
         print(gm.print_readable(False))
         if dynamic and not args.no_aten and not seen_dynamic:
             seen_dynamic.append(gm)
             import copy
+
             print_aten_graphs(copy.deepcopy(gm), example_inputs)
         return thunder_backend(gm, example_inputs)
 
@@ -116,8 +127,10 @@ def main() -> None:
         x, mask = routed_inputs(args.total, picked, args.hidden, seed=step)
         out = compiled(x, mask)
         out.float().sum().backward()
-        print(f"call {step}: tokens={picked} dynamo_graphs={len(thunder_backend.subgraph_infos)} "
-              f"thunder_cache_misses={misses()}")
+        print(
+            f"call {step}: tokens={picked} dynamo_graphs={len(thunder_backend.subgraph_infos)} "
+            f"thunder_cache_misses={misses()}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Every function returns DG_OK or an error code with a message from dg_last_error(
 Graphs reach the core as graph.fb bytes (the core's writer, `dg_graph_load`); the IR text form
 (`dg_graph_load_text`) is accepted too, for debugging and for comparing the two.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -23,27 +24,46 @@ from .ops import DType
 
 DG_MAX_RANK = 8
 DG_OK, DG_ERR_INTERNAL, DG_ERR_INVALID_INPUT, DG_ERR_UNSUPPORTED, DG_ERR_COMPILE, DG_ERR_LAUNCH = (
-    range(6))
+    range(6)
+)
 
 
 DG_DEVICE_HOST, DG_DEVICE_CUDA = 0, 1
 
 
 class DgTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * DG_MAX_RANK),
-                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32),
-                ("device_type", ctypes.c_int32), ("device_index", ctypes.c_int32)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("shape", ctypes.c_int64 * DG_MAX_RANK),
+        ("rank", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("device_type", ctypes.c_int32),
+        ("device_index", ctypes.c_int32),
+    ]
 
 
 class DgCompileOptions(ctypes.Structure):
-    _fields_ = [("target", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("emit_dir", ctypes.c_char_p), ("disabled_passes", ctypes.c_char_p)]
+    _fields_ = [
+        ("target", ctypes.c_char_p),
+        ("cache_dir", ctypes.c_char_p),
+        ("emit_dir", ctypes.c_char_p),
+        ("disabled_passes", ctypes.c_char_p),
+    ]
 
 
 class DgStats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_int64) for n in (
-        "graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk",
-        "cache_misses", "cache_corrupt", "launches")]
+    _fields_ = [
+        (n, ctypes.c_int64)
+        for n in (
+            "graphs_compiled",
+            "nvrtc_compiles",
+            "cache_hits_memory",
+            "cache_hits_disk",
+            "cache_misses",
+            "cache_corrupt",
+            "launches",
+        )
+    ]
 
 
 _P = ctypes.c_void_p
@@ -58,18 +78,51 @@ _SIGNATURES = {
     "dg_free": (None, [ctypes.c_void_p]),
     "dg_compile": (ctypes.c_int, [_P, ctypes.POINTER(DgCompileOptions), ctypes.POINTER(_P)]),
     "dg_executable_free": (None, [_P]),
-    "dg_executable_info": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int),
-                                          ctypes.POINTER(ctypes.c_int),
-                                          ctypes.POINTER(ctypes.c_int)]),
+    "dg_executable_info": (
+        ctypes.c_int,
+        [
+            _P,
+            ctypes.c_char_p,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_int),
+        ],
+    ),
     "dg_executable_describe": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p)]),
-    "dg_prepare": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
-                                  ctypes.POINTER(DgTensor), ctypes.c_int,
-                                  ctypes.POINTER(ctypes.c_size_t)]),
-    "dg_launch": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
-                                 ctypes.POINTER(DgTensor), ctypes.c_int, ctypes.c_void_p,
-                                 ctypes.c_void_p]),
-    "dg_launch_dry_run": (ctypes.c_int, [_P, ctypes.POINTER(DgTensor), ctypes.c_int,
-                                         ctypes.POINTER(DgTensor), ctypes.c_int, ctypes.c_void_p]),
+    "dg_prepare": (
+        ctypes.c_int,
+        [
+            _P,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_size_t),
+        ],
+    ),
+    "dg_launch": (
+        ctypes.c_int,
+        [
+            _P,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ],
+    ),
+    "dg_launch_dry_run": (
+        ctypes.c_int,
+        [
+            _P,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.POINTER(DgTensor),
+            ctypes.c_int,
+            ctypes.c_void_p,
+        ],
+    ),
     "dg_get_stats": (None, [ctypes.POINTER(DgStats)]),
     "dg_reset_stats": (None, []),
 }
@@ -112,8 +165,10 @@ def load():
                 continue
             _lib = lib
             return lib
-        raise LibraryNotFound("libdyngen.so not found; set DYNGEN_LIB or build it into "
-                              "<repo>/build. Tried: " + "; ".join(tried))
+        raise LibraryNotFound(
+            "libdyngen.so not found; set DYNGEN_LIB or build it into "
+            "<repo>/build. Tried: " + "; ".join(tried)
+        )
 
 
 def _check(rc: int, what: str) -> None:
@@ -182,7 +237,7 @@ def _to_dg(x) -> DgTensor:
     return _pack_inputs([x])[0]
 
 
-def load_graph(source: "bytes | str"):
+def load_graph(source: bytes | str):
     """A dg_graph handle (free with dg_graph_free) from graph.fb bytes or the IR text; raises
     InvalidGraph with the core's message when it refuses the input."""
     lib = load()
@@ -201,7 +256,7 @@ def load_graph(source: "bytes | str"):
     return g
 
 
-def core_print(source: "bytes | str") -> tuple[str, str]:
+def core_print(source: bytes | str) -> tuple[str, str]:
     """(the core's print of a graph, its canonical hash), from graph.fb bytes or the IR text: the
     core's view of a graph the frontend wrote, for checking that the two sides agree."""
     lib = load()

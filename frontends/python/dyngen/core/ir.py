@@ -12,12 +12,12 @@ type and the symbols, as handles, and the list of nodes as they were forwarded (
 ids, attributes, output id) for the reference executor (executors/reference.py), which reads
 every result's type from the core.
 """
+
 from __future__ import annotations
 
 import ctypes
 import functools
 from dataclasses import dataclass
-from typing import Union
 
 from . import capi
 from .builder_api import lib as _builder_lib
@@ -36,7 +36,7 @@ class SymList(tuple):
     """An attribute holding symbolic integers (shape-like): `sym[s0, 2048]` in the text form."""
 
 
-AttrValue = Union[int, float, DType, tuple, SymList]
+AttrValue = int | float | DType | tuple | SymList
 
 
 def _api():
@@ -86,7 +86,7 @@ class SymExpr:
     def __init__(self, builder: _Builder, handle: int):
         self._b, self.h = builder, handle
 
-    def _lift(self, other) -> "SymExpr":
+    def _lift(self, other) -> SymExpr:
         if isinstance(other, SymExpr):
             if other._b is not self._b:
                 raise ValueError("expressions of two different graphs")
@@ -95,7 +95,7 @@ class SymExpr:
             raise TypeError(f"not a symbolic integer: {other!r}")
         return SymExpr(self._b, self._b.out32("dg_builder_const", other))
 
-    def _op(self, op: str, a, b) -> "SymExpr":
+    def _op(self, op: str, a, b) -> SymExpr:
         a, b = self._lift(a), self._lift(b)
         return SymExpr(self._b, self._b.out32("dg_builder_expr", op.encode(), a.h, b.h))
 
@@ -133,8 +133,14 @@ class SymExpr:
     @functools.cached_property
     def _info(self) -> tuple[int, int, bool, bool]:
         lo, hi, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
-        self._b.call("dg_builder_expr_info", self.h, ctypes.byref(lo), ctypes.byref(hi),
-                     ctypes.byref(c), ctypes.byref(s))
+        self._b.call(
+            "dg_builder_expr_info",
+            self.h,
+            ctypes.byref(lo),
+            ctypes.byref(hi),
+            ctypes.byref(c),
+            ctypes.byref(s),
+        )
         return lo.value, hi.value, bool(c.value), bool(s.value)
 
     def bounds(self) -> tuple[int, int]:
@@ -155,8 +161,9 @@ class SymExpr:
         names = (ctypes.c_char_p * max(len(bind), 1))(*[k.encode() for k in bind])
         values = (ctypes.c_int64 * max(len(bind), 1))(*bind.values())
         out = ctypes.c_int64()
-        rc = self._b.lib.dg_builder_expr_eval(self._b.ptr, self.h, names, values, len(bind),
-                                              ctypes.byref(out))
+        rc = self._b.lib.dg_builder_expr_eval(
+            self._b.ptr, self.h, names, values, len(bind), ctypes.byref(out)
+        )
         return out.value if rc == 0 else None
 
     def __str__(self) -> str:
@@ -176,6 +183,7 @@ def _sym_fn(op: str):
         if not isinstance(x, SymExpr):
             raise TypeError(f"{op} needs a symbolic operand")
         return x._op(op, a, b)
+
     f.__name__ = op
     return f
 
@@ -211,6 +219,7 @@ class TensorType:
 @dataclass(frozen=True)
 class Node:
     """One op as GraphBuilder forwarded it to the core; `output` is the value id the core gave."""
+
     op: str
     inputs: tuple
     attrs: dict
@@ -220,7 +229,7 @@ class Node:
 @dataclass
 class Value:
     type: TensorType | None = None  # tensors
-    sym: SymExpr | None = None      # symbolic-integer inputs: the integer the value holds
+    sym: SymExpr | None = None  # symbolic-integer inputs: the integer the value holds
 
     @property
     def is_sym(self) -> bool:
@@ -230,7 +239,7 @@ class Value:
 class Graph:
     """A finished graph: the core's dg_graph plus, for calling it, the inputs' types."""
 
-    def __init__(self, builder: "GraphBuilder", handle):
+    def __init__(self, builder: GraphBuilder, handle):
         self._builder = builder  # keeps the expression handles alive
         self._handle = handle
         self.name = builder.name
@@ -338,11 +347,16 @@ class GraphBuilder:
             self.b.call("dg_builder_attr_dtype", key, v.value)
         elif isinstance(v, SymList):
             hs = [self.sym(e).h for e in v]
-            self.b.call("dg_builder_attr_syms", key, (ctypes.c_int32 * max(len(hs), 1))(*hs),
-                        len(hs))
+            self.b.call(
+                "dg_builder_attr_syms", key, (ctypes.c_int32 * max(len(hs), 1))(*hs), len(hs)
+            )
         elif isinstance(v, (tuple, list)):
-            self.b.call("dg_builder_attr_ints", key,
-                        (ctypes.c_int64 * max(len(v), 1))(*[int(i) for i in v]), len(v))
+            self.b.call(
+                "dg_builder_attr_ints",
+                key,
+                (ctypes.c_int64 * max(len(v), 1))(*[int(i) for i in v]),
+                len(v),
+            )
         elif isinstance(v, int):
             self.b.call("dg_builder_attr_int", key, v)
         elif isinstance(v, float):
@@ -395,7 +409,7 @@ class GraphBuilder:
         return n.value
 
     @staticmethod
-    def from_text(text: str) -> "GraphBuilder":
+    def from_text(text: str) -> GraphBuilder:
         """A builder holding a graph given in the text form, parsed and typed by the core (its
         symbols, inputs and their types readable as for a graph built here)."""
         handle = capi.load_graph(text)
@@ -410,13 +424,19 @@ class GraphBuilder:
             gb.b.call(fn, None, 0, ctypes.byref(n))
             arr = (ctypes.c_int32 * max(n.value, 1))()
             gb.b.call(fn, arr, n.value, ctypes.byref(n))
-            setattr(gb, dest, list(arr[:n.value]))
+            setattr(gb, dest, list(arr[: n.value]))
         gb.symbols = [SymExpr(gb.b, h) for h in gb.symbols]
         for vid in gb.inputs:
             dtype, rank = ctypes.c_int32(), ctypes.c_int32()
             dims = (ctypes.c_int32 * _MAX_RANK)()
             gb.b.call("dg_builder_value_type", vid, ctypes.byref(dtype), ctypes.byref(rank), dims)
-            gb.values[vid] = (Value(sym=SymExpr(gb.b, dims[0])) if rank.value < 0 else
-                              Value(type=TensorType(DType(dtype.value), tuple(
-                                  SymExpr(gb.b, dims[d]) for d in range(rank.value)))))
+            gb.values[vid] = (
+                Value(sym=SymExpr(gb.b, dims[0]))
+                if rank.value < 0
+                else Value(
+                    type=TensorType(
+                        DType(dtype.value), tuple(SymExpr(gb.b, dims[d]) for d in range(rank.value))
+                    )
+                )
+            )
         return gb

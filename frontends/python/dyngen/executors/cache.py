@@ -9,6 +9,7 @@ the cache folder, whatever device runs it: a CPU CI job that runs the training c
 cache that the GPU machines then load without compiling. A prebuild that fails is reported (a
 warning, and `stats()["cache"]["prebuild_failed"]`); it never fails the graph itself.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,7 @@ def check_archs(archs) -> tuple:
     return out
 
 
-def prebuild(fb: "bytes | str", name: str, archs) -> None:
+def prebuild(fb: bytes | str, name: str, archs) -> None:
     """Note [Prebuilding for other GPUs]: compiles graph.fb `fb` (or the IR text) for each arch
     into the cache."""
     if not archs:
@@ -52,8 +53,13 @@ def prebuild(fb: "bytes | str", name: str, archs) -> None:
             log.warning("prebuild of %s for %s failed: %s", name, arch, e)
             continue
         bump("prebuild_compiled" if exe.cache_hit == "miss" else "prebuild_cached")
-        log.info("prebuilt %s for %s (%s, key %s)", name, arch,
-                 "compiled" if exe.cache_hit == "miss" else "already cached", exe.key[:12])
+        log.info(
+            "prebuilt %s for %s (%s, key %s)",
+            name,
+            arch,
+            "compiled" if exe.cache_hit == "miss" else "already cached",
+            exe.key[:12],
+        )
 
 
 def cache_report(d: dict) -> dict:
@@ -62,9 +68,14 @@ def cache_report(d: dict) -> dict:
     memory, disk = d.get("cache_hits_memory", 0), d.get("cache_hits_disk", 0)
     compiled = d.get("nvrtc_compiles", 0)
     lookups = memory + disk + compiled
-    return {"folder": cache_dir(), "from_cache": memory + disk, "from_disk": disk,
-            "from_memory": memory, "compiled": compiled,
-            "hit_rate": round((memory + disk) / lookups, 4) if lookups else None,
-            "prebuild_compiled": d.get("prebuild_compiled", 0),
-            "prebuild_cached": d.get("prebuild_cached", 0),
-            "prebuild_failed": d.get("prebuild_failed", 0)}
+    return {
+        "folder": cache_dir(),
+        "from_cache": memory + disk,
+        "from_disk": disk,
+        "from_memory": memory,
+        "compiled": compiled,
+        "hit_rate": round((memory + disk) / lookups, 4) if lookups else None,
+        "prebuild_compiled": d.get("prebuild_compiled", 0),
+        "prebuild_cached": d.get("prebuild_cached", 0),
+        "prebuild_failed": d.get("prebuild_failed", 0),
+    }

@@ -1,4 +1,5 @@
 """The interface every executor implements (Note [Executor choice] in runtime.py)."""
+
 from __future__ import annotations
 
 import abc

@@ -1,5 +1,6 @@
 """The C Executable: one graph compiled by libdyngen.so and called through the C API's call path
 (Note [The call path]); the reference executor is its twin (Note [Executor choice])."""
+
 from __future__ import annotations
 
 import ctypes
@@ -7,8 +8,18 @@ import threading
 
 import torch
 
-from ..core.capi import (_DG_TENSOR, _TORCH_DTYPE, DG_MAX_RANK, DgCompileOptions, DgTensor,
-                         _check, _P, _pack_inputs, load, load_graph)
+from ..core.capi import (
+    _DG_TENSOR,
+    _P,
+    _TORCH_DTYPE,
+    DG_MAX_RANK,
+    DgCompileOptions,
+    DgTensor,
+    _check,
+    _pack_inputs,
+    load,
+    load_graph,
+)
 from ..errors import LaunchError
 from .executable import Executable
 
@@ -19,8 +30,13 @@ class CapiExecutable(Executable):
 
     kind = "capi"
 
-    def __init__(self, source: "bytes | str", target: str | None = None,
-                 emit_dir: str | None = None, host_memory_as_device: bool = False):
+    def __init__(
+        self,
+        source: bytes | str,
+        target: str | None = None,
+        emit_dir: str | None = None,
+        host_memory_as_device: bool = False,
+    ):
         """`emit_dir`: a folder for the core's IR after each pass and the generated source.
         `host_memory_as_device`: CPU tensors are passed as device 0's (the driver double)."""
         lib = load()
@@ -29,8 +45,12 @@ class CapiExecutable(Executable):
         self.target = target
         g = load_graph(source)
         try:
-            opts = DgCompileOptions(target.encode() if target else None, None,
-                                    emit_dir.encode() if emit_dir else None, None)
+            opts = DgCompileOptions(
+                target.encode() if target else None,
+                None,
+                emit_dir.encode() if emit_dir else None,
+                None,
+            )
             exe = _P()
             _check(lib.dg_compile(g, ctypes.byref(opts), ctypes.byref(exe)), "dg_compile")
         finally:
@@ -40,14 +60,20 @@ class CapiExecutable(Executable):
         # converts each argument without checking a Structure array's type (Note [The call path]).
         addr, i32 = ctypes.c_void_p, ctypes.c_int
         self._launch = ctypes.CFUNCTYPE(i32, addr, addr, i32, addr, i32, addr, addr)(
-            ("dg_launch", lib))
+            ("dg_launch", lib)
+        )
         self._dry_run = ctypes.CFUNCTYPE(i32, addr, addr, i32, addr, i32, addr)(
-            ("dg_launch_dry_run", lib))
+            ("dg_launch_dry_run", lib)
+        )
         self._handle = exe.value
         key = ctypes.create_string_buffer(65)
         hit, nin, nout = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-        _check(lib.dg_executable_info(exe, key, ctypes.byref(hit), ctypes.byref(nin),
-                                      ctypes.byref(nout)), "dg_executable_info")
+        _check(
+            lib.dg_executable_info(
+                exe, key, ctypes.byref(hit), ctypes.byref(nin), ctypes.byref(nout)
+            ),
+            "dg_executable_info",
+        )
         self.key = key.value.decode()
         self.cache_hit = {0: "miss", 1: "memory", 2: "disk"}.get(hit.value, "miss")
         self.num_inputs, self.num_outputs = nin.value, nout.value
@@ -68,13 +94,15 @@ class CapiExecutable(Executable):
         out_buf = bytearray(_DG_TENSOR.size * max(1, nout))
         outs = (DgTensor * max(1, nout)).from_buffer(out_buf)
         ws = ctypes.c_size_t()
-        _check(self._lib.dg_prepare(self._exe, ins, len(inputs), outs, nout, ctypes.byref(ws)),
-               "dg_prepare")
+        _check(
+            self._lib.dg_prepare(self._exe, ins, len(inputs), outs, nout, ctypes.byref(ws)),
+            "dg_prepare",
+        )
         specs = []
         for k in range(nout):
             f = _DG_TENSOR.unpack_from(out_buf, k * _DG_TENSOR.size)
             rank = f[1 + DG_MAX_RANK]
-            specs.append((tuple(f[1:1 + rank]), _TORCH_DTYPE[f[2 + DG_MAX_RANK]]))
+            specs.append((tuple(f[1 : 1 + rank]), _TORCH_DTYPE[f[2 + DG_MAX_RANK]]))
         return ins, outs, specs, ws.value
 
     def prepare(self, inputs):
@@ -182,8 +210,20 @@ class _Plan:
     """What a call needs for inputs of one set of shapes, dtypes and devices (Note [The call
     path]): the packed argument arrays with 64-bit views for writing data pointers."""
 
-    __slots__ = ("ins", "in_slots", "in_words", "outs", "out_words", "step", "protos",
-                 "ws_bytes", "like", "cuda_index", "ins_at", "outs_at")
+    __slots__ = (
+        "ins",
+        "in_slots",
+        "in_words",
+        "outs",
+        "out_words",
+        "step",
+        "protos",
+        "ws_bytes",
+        "like",
+        "cuda_index",
+        "ins_at",
+        "outs_at",
+    )
 
     def __init__(self, ins, in_slots, outs, step, protos, ws_bytes, like):
         self.ins, self.in_slots, self.outs, self.step = ins, in_slots, outs, step

@@ -7,14 +7,15 @@ shape and dtype against the type the core inferred for the node, evaluated by th
 bound symbols. An op it has no evaluation for, or a result that disagrees with the core's type, is
 a LaunchError naming the op: never a wrong answer.
 """
+
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import LaunchError
 from ..core.ir import Graph, Node
 from ..core.ops import DType
+from ..errors import LaunchError
 from .executable import Executable
 
 
@@ -33,28 +34,63 @@ def _gelu_backward(approximate):
     return lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate=approximate)
 
 
-_UNARY = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
-          "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "abs": torch.abs,
-          "relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu,
-          "gelu": F.gelu, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
-          "sinc": torch.sinc, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
-_BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-           "maximum": torch.maximum, "minimum": torch.minimum, "pow": torch.pow,
-           "silu_backward": torch.ops.aten.silu_backward,
-           "sigmoid_backward": torch.ops.aten.sigmoid_backward,
-           "gelu_backward": _gelu_backward("none"), "gelu_tanh_backward": _gelu_backward("tanh"),
-           "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
-           "ge": torch.ge}
+_UNARY = {
+    "neg": torch.neg,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal,
+    "abs": torch.abs,
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "erf": torch.erf,
+    "sinc": torch.sinc,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+_BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "pow": torch.pow,
+    "silu_backward": torch.ops.aten.silu_backward,
+    "sigmoid_backward": torch.ops.aten.sigmoid_backward,
+    "gelu_backward": _gelu_backward("none"),
+    "gelu_tanh_backward": _gelu_backward("tanh"),
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+}
 # Backward ops take (grad, input) of one shape and dtype in ATen; the IR broadcasts and promotes
 # them like the other binary ops.
-_SAME_TYPE_BINARY = {"silu_backward", "sigmoid_backward", "gelu_backward", "gelu_tanh_backward",
-                     "maximum", "minimum"}
+_SAME_TYPE_BINARY = {
+    "silu_backward",
+    "sigmoid_backward",
+    "gelu_backward",
+    "gelu_tanh_backward",
+    "maximum",
+    "minimum",
+}
 
 
 def _binary(op, x, y):
     if op in _SAME_TYPE_BINARY and x.dtype != y.dtype:
-        dt = torch.promote_types(x.dtype, y.dtype) if x.dim() and y.dim() else (
-            x.dtype if y.dim() == 0 else y.dtype)
+        dt = (
+            torch.promote_types(x.dtype, y.dtype)
+            if x.dim() and y.dim()
+            else (x.dtype if y.dim() == 0 else y.dtype)
+        )
         x, y = x.to(dt), y.to(dt)
     if op in _SAME_TYPE_BINARY:
         x, y = torch.broadcast_tensors(x, y)
@@ -79,7 +115,8 @@ def _slice(x, a, bind):
     (start,), (end,) = _ints(a["start"], bind), _ints(a["end"], bind)
     dim = a["dim"] % x.dim()
     return x.narrow(dim, start, end - start)[
-        (slice(None),) * dim + (slice(None, None, a.get("step", 1)),)]
+        (slice(None),) * dim + (slice(None, None, a.get("step", 1)),)
+    ]
 
 
 def _eval(node: Node, xs, bind, device):
@@ -90,8 +127,9 @@ def _eval(node: Node, xs, bind, device):
         (v,) = _ints(a["value"], bind)
         return torch.tensor(v, dtype=a["dtype"].torch, device=device)
     if op == "full":
-        return torch.full(_ints(a["shape"], bind), a["value"], dtype=a["dtype"].torch,
-                          device=device)
+        return torch.full(
+            _ints(a["shape"], bind), a["value"], dtype=a["dtype"].torch, device=device
+        )
     if op == "cast":
         return xs[0].to(a["dtype"].torch)
     if op in _UNARY:
@@ -163,8 +201,9 @@ class ReferenceExecutable(Executable):
             if e.is_symbol() and e.name not in bind:
                 lo, hi, div = g.symbol_facts.get(e.name, (*e.bounds(), 1))
                 if not lo <= n <= hi or n % div:
-                    raise LaunchError(f"input {k}: {e.name} = {n} is outside its facts "
-                                      f"[{lo}, {hi}] div {div}")
+                    raise LaunchError(
+                        f"input {k}: {e.name} = {n} is outside its facts [{lo}, {hi}] div {div}"
+                    )
                 bind[e.name] = int(n)
         for k, where, e, n in checks:
             got = e.evaluate(bind)
@@ -174,14 +213,17 @@ class ReferenceExecutable(Executable):
 
     def prepare(self, inputs):
         bind = self.bind_symbols(inputs)
-        return [(tuple(_ints(self.graph.tensor(o).shape, bind)), self.graph.tensor(o).dtype.torch)
-                for o in self.graph.outputs]
+        return [
+            (tuple(_ints(self.graph.tensor(o).shape, bind)), self.graph.tensor(o).dtype.torch)
+            for o in self.graph.outputs
+        ]
 
     def run(self, inputs):
         g = self.graph
         bind = self.bind_symbols(inputs)
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)),
-                      torch.device("cpu"))
+        device = next(
+            (x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu")
+        )
         vals = dict(zip(g.inputs, inputs))
         for node in g.nodes:
             t = g.tensor(node.output)
@@ -192,8 +234,10 @@ class ReferenceExecutable(Executable):
             except (RuntimeError, IndexError, ValueError, TypeError) as e:
                 raise LaunchError(f"reference executor: %{node.output} = {node.op}: {e}") from e
             if list(r.shape) != _ints(t.shape, bind) or r.dtype != t.dtype.torch:
-                raise LaunchError(f"reference executor: %{node.output} = {node.op} gave "
-                                  f"{r.dtype}{list(r.shape)}, the IR says {t}")
+                raise LaunchError(
+                    f"reference executor: %{node.output} = {node.op} gave "
+                    f"{r.dtype}{list(r.shape)}, the IR says {t}"
+                )
             vals[node.output] = r
         # Outputs are distinct new buffers, as the C executor's are: never a view of an input or
         # of another output.

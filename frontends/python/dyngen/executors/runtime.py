@@ -26,6 +26,7 @@ or through the driver double standing in for one), joined with "+" when graphs o
 on several; before any compile, what CPU tensors would use. Both bind symbols from the inputs'
 shapes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +43,6 @@ from .cache import prebuild
 from .executable import Executable
 from .native import CapiExecutable
 from .reference import ReferenceExecutable
-
 
 _kind: str | None = None
 _lock = threading.Lock()
@@ -78,15 +78,18 @@ def executor_kind() -> str:
     global _kind
     if _kind is None:
         if options().executor not in ("", "reference", "emulate", "capi"):
-            raise ValueError(f"DYNGEN_EXECUTOR={options().executor!r}: expected 'reference' or "
-                             "'emulate' (Note [Executor choice])")
+            raise ValueError(
+                f"DYNGEN_EXECUTOR={options().executor!r}: expected 'reference' or "
+                "'emulate' (Note [Executor choice])"
+            )
         capi.load()  # raises LibraryNotFound: graphs are built through it (Note [One IR])
         _kind = plan_for(None)[0]
     return _kind
 
 
-def compile_ir(graph: Graph, name: str = "graph", *, device=None,
-               prebuild_archs=None) -> Executable:
+def compile_ir(
+    graph: Graph, name: str = "graph", *, device=None, prebuild_archs=None
+) -> Executable:
     """Compiles (or fetches) the executable for a built graph, for tensors on `device` (None: the
     CPU). `prebuild_archs` (default: DYNGEN_PREBUILD_ARCHS): also compile the graph for these
     archs into the kernel cache, whatever runs it here (Note [Prebuilding for other GPUs] in
@@ -99,8 +102,10 @@ def compile_ir(graph: Graph, name: str = "graph", *, device=None,
         _prebuild(graph, name, prebuild_archs)
         return exe
     if graph.nodes is None:  # parsed by the core, not built here (GraphBuilder.from_text)
-        raise ValueError(f"{name}: the reference executor runs graphs built by GraphBuilder; "
-                         "this one was parsed by the core and has no node list")
+        raise ValueError(
+            f"{name}: the reference executor runs graphs built by GraphBuilder; "
+            "this one was parsed by the core and has no node list"
+        )
     _prebuild(graph, name, prebuild_archs)
     key = hashlib.sha256(graph.text.encode()).hexdigest()
     with _lock:
@@ -131,8 +136,10 @@ def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=Non
     executor_kind()
     if kind == "reference":
         if options().executor == "reference":
-            raise ValueError(f"{name}: DYNGEN_EXECUTOR=reference runs graphs built by "
-                             "GraphBuilder; a graph given as text runs on the C executor")
+            raise ValueError(
+                f"{name}: DYNGEN_EXECUTOR=reference runs graphs built by "
+                "GraphBuilder; a graph given as text runs on the C executor"
+            )
         target = options().target or "host"
     note_executor(executor_name("capi", target))
     exe = _compile_capi(text, name, text, target, device)
@@ -142,19 +149,22 @@ def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=Non
     return exe
 
 
-def _compile_capi(source: "bytes | str", name: str, text: str, target: str,
-                  device) -> Executable:
+def _compile_capi(source: bytes | str, name: str, text: str, target: str, device) -> Executable:
     emit_dir = None
     if options().dump_dir:  # the core's files for this graph, next to counters.dump's
         emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
     emulation = None
-    if options().driver_double and target == "cuda:0" and (device is None or
-                                                            torch.device(device).type == "cpu"):
+    if (
+        options().driver_double
+        and target == "cuda:0"
+        and (device is None or torch.device(device).type == "cpu")
+    ):
         # The double runs each kernel with the host module of the same source, which must be
         # loaded in this process (Note [How the double runs a kernel]).
         emulation = CapiExecutable(source, target="host")
-    exe = CapiExecutable(source, target=target, emit_dir=emit_dir,
-                         host_memory_as_device=emulation is not None)
+    exe = CapiExecutable(
+        source, target=target, emit_dir=emit_dir, host_memory_as_device=emulation is not None
+    )
     exe._emulation = emulation
     log.info("compiled %s with the C executor for %s (key %s)", name, target, exe.key[:12])
     return exe

@@ -13,13 +13,14 @@ backward recomputes the probabilities P = exp(Q K^T scale - lse) and gives
 dV = P^T dO, dS = P (dO V^T - rowsum(dO O)), dQ = dS K scale, dK = dS^T Q scale (dK and dV summed
 over the query heads of their group).
 """
+
 from __future__ import annotations
 
 import math
 
+from ..core.ops import DType
 from ..errors import Unsupported
 from .nn_ops import _iota
-from ..core.ops import DType
 from .registry import register
 
 F32 = DType.F32
@@ -45,8 +46,10 @@ class _Heads:
         if self.hq == self.hkv:
             self.g = 1
         elif hq is None or hkv is None or hkv == 0 or hq % hkv:
-            raise Unsupported("op scaled_dot_product_attention: head counts must be equal, or "
-                              "constants with the query's a multiple of the key's")
+            raise Unsupported(
+                "op scaled_dot_product_attention: head counts must be equal, or "
+                "constants with the query's a multiple of the key's"
+            )
         else:
             self.g = hq // hkv
 
@@ -86,8 +89,7 @@ def _scale(h, scale):
     return 1.0 / math.sqrt(e)
 
 
-def flash_attention_cpu(c, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None,
-                        scale=None):
+def flash_attention_cpu(c, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     _check(c, dropout_p, attn_mask)
     h = _Heads(c, q, k)
     sc = _scale(h, scale)
@@ -103,8 +105,9 @@ def flash_attention_cpu(c, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask
     return out, c.reshape(lse, (h.b, h.hq, h.l))
 
 
-def flash_attention_cpu_backward(c, grad_out, q, k, v, out, logsumexp, dropout_p, is_causal, *,
-                                 attn_mask=None, scale=None):
+def flash_attention_cpu_backward(
+    c, grad_out, q, k, v, out, logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None
+):
     _check(c, dropout_p, attn_mask)
     h = _Heads(c, q, k)
     sc = _scale(h, scale)
@@ -119,11 +122,15 @@ def flash_attention_cpu_backward(c, grad_out, q, k, v, out, logsumexp, dropout_p
     ds = c.op("mul", [c.op("mul", [p, c.op("sub", [dp, rowsum])]), c.const(sc, F32)])
     dq = c.op("matmul", [ds, k5])
     dk = c.op("sum", [c.op("matmul", [_t(c, ds), q5])], group)
-    return (h.ungrouped(c, dq, h.hq, h.l, c.type(q).dtype),
-            h.ungrouped(c, dk, h.hkv, h.s, c.type(k).dtype),
-            h.ungrouped(c, dv, h.hkv, h.s, c.type(v).dtype))
+    return (
+        h.ungrouped(c, dq, h.hq, h.l, c.type(q).dtype),
+        h.ungrouped(c, dk, h.hkv, h.s, c.type(k).dtype),
+        h.ungrouped(c, dv, h.hkv, h.s, c.type(v).dtype),
+    )
 
 
-_TABLE = {"_scaled_dot_product_flash_attention_for_cpu": flash_attention_cpu,
-            "_scaled_dot_product_flash_attention_for_cpu_backward": flash_attention_cpu_backward}
+_TABLE = {
+    "_scaled_dot_product_flash_attention_for_cpu": flash_attention_cpu,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": flash_attention_cpu_backward,
+}
 register(_TABLE)

@@ -1,5 +1,6 @@
 """The lowerings of the core op families: elementwise, linear algebra, views and layout, casts,
 reductions, indexing, and factories (Note [Lowering registry] in registry.py)."""
+
 from __future__ import annotations
 
 import torch
@@ -17,6 +18,7 @@ _MISSING = object()
 
 # ---- elementwise --------------------------------------------------------------------------------
 
+
 def _unary(name):
     def h(c, x, *rest, inplace=False, approximate="none", **kw):
         if inplace or (rest and rest[0] is True):
@@ -27,6 +29,7 @@ def _unary(name):
         if name not in ("neg", "abs") and not c.type(x).dtype.is_float:
             x = c.cast(x, c.out_dtype())  # PyTorch's float ops promote integers
         return c.op(name, [x])
+
     return h
 
 
@@ -42,6 +45,7 @@ def _binary(name):
         if name == "div" and not (c.type(a).dtype.is_float or c.type(b).dtype.is_float):
             a, b = c.cast(a, DType.F32), c.cast(b, DType.F32)  # true division of integers
         return c.op(name, [a, b])
+
     return h
 
 
@@ -56,6 +60,7 @@ def _where(c, cond, a=_MISSING, b=_MISSING):
 
 
 # ---- contractions -------------------------------------------------------------------------------
+
 
 def _linear(c, x, w, bias=None):
     return c.op("linear", [x, w] + ([bias] if bias is not None else []))
@@ -78,9 +83,13 @@ def _addmm(c, bias, a, b, *, beta=1, alpha=1):
     """bias + a @ b. With a bias row of N (what F.linear with a bias becomes), this is the IR's
     `linear` with its bias: PyTorch adds the bias before the one rounding, and so does linear."""
     n = c.type(b).shape[-1]
-    if (isinstance(bias, Ref) and alpha == 1 and beta == 1
-            and c.type(bias).dtype == c.type(a).dtype
-            and tuple(c.type(bias).shape) in ((n,), (1, n))):
+    if (
+        isinstance(bias, Ref)
+        and alpha == 1
+        and beta == 1
+        and c.type(bias).dtype == c.type(a).dtype
+        and tuple(c.type(bias).shape) in ((n,), (1, n))
+    ):
         w = c.op("permute", [b], {"dims": (1, 0)})
         return c.op("linear", [a, w, c.reshape(bias, (n,))])
     prod = c.op("matmul", [a, b])
@@ -94,6 +103,7 @@ def _addmm(c, bias, a, b, *, beta=1, alpha=1):
 
 
 # ---- layout -------------------------------------------------------------------------------------
+
 
 def _dims_arg(rest):
     if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
@@ -139,8 +149,11 @@ def _slice(c, x, dim=0, start=None, end=None, step=1):
         return x
     if not provably_ge(end, start):
         end = start if provably_ge(start, end) else end
-    return c.op("slice", [x], {"dim": dim, "start": SymList([start]), "end": SymList([end]),
-                               "step": int(step)})
+    return c.op(
+        "slice",
+        [x],
+        {"dim": dim, "start": SymList([start]), "end": SymList([end]), "step": int(step)},
+    )
 
 
 def _slice_bound(c, v, size: SymExpr, default: SymExpr) -> SymExpr:
@@ -188,8 +201,9 @@ def _cat(c, tensors, dim=0):
     tensors = [c.cast(c.tensor(t), dtype) for t in tensors]
     rank = max(c.type(t).rank for t in tensors)
     if rank > 1:
-        tensors = [t for t in tensors
-                   if not (c.type(t).rank == 1 and c.type(t).shape[0].as_const() == 0)]
+        tensors = [
+            t for t in tensors if not (c.type(t).rank == 1 and c.type(t).shape[0].as_const() == 0)
+        ]
     if len(tensors) == 1:
         return tensors[0]
     return c.op("cat", tensors, {"dim": int(dim) % max(c.type(tensors[0]).rank, 1)})
@@ -209,6 +223,7 @@ def _cast_to_out(c, x, *args, **kw):
 
 # ---- reductions ---------------------------------------------------------------------------------
 
+
 def _reduce(name):
     def h(c, x, dim=None, keepdim=False, *, dtype=None, out=None):
         dims = _nn.reduced_dims(c.type(x).rank, dim)
@@ -217,10 +232,12 @@ def _reduce(name):
         if out_dtype != c.type(x).dtype:
             attrs["dtype"] = out_dtype
         return c.op(name, [x], attrs)
+
     return h
 
 
 # ---- indexing -----------------------------------------------------------------------------------
+
 
 def _index_select(c, x, dim, idx):
     return c.op("index_select", [x, idx], {"dim": int(dim) % c.type(x).rank})
@@ -233,8 +250,12 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple
     cos[position_ids]); the caller reshapes the result."""
     shape = list(c.type(x).shape)
     n = None
-    if flatten and idxs and all(c.type(i).dtype != DType.BOOL for i in idxs) and all(
-            tuple(c.type(i).shape) == tuple(c.type(idxs[0]).shape) for i in idxs):
+    if (
+        flatten
+        and idxs
+        and all(c.type(i).dtype != DType.BOOL for i in idxs)
+        and all(tuple(c.type(i).shape) == tuple(c.type(idxs[0]).shape) for i in idxs)
+    ):
         idxs = [c.reshape(i, (_nn.numel(c, c.type(i).shape),)) for i in idxs]
     for i in idxs:
         t = c.type(i)
@@ -247,7 +268,7 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple
         n = t.shape[0]
     if len(idxs) == 1:
         return x, idxs[0], shape
-    inner = shape[first:first + len(idxs)]
+    inner = shape[first : first + len(idxs)]
     lin, stride = None, c.ex.b.const(1)
     for i, d in reversed(list(zip(idxs, inner))):
         term = c.cast(i, DType.I64)
@@ -258,7 +279,7 @@ def _gather_dims(c, x: Ref, first: int, idxs: list[Ref], flatten=False) -> tuple
     flat = c.ex.b.const(1)
     for d in inner:
         flat = flat * d
-    xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs):])
+    xf = c.reshape(x, shape[:first] + [flat] + shape[first + len(idxs) :])
     return xf, lin, shape
 
 
@@ -268,7 +289,7 @@ def _advanced_index(c, x: Ref, items: list):
     if any(i is Ellipsis for i in items):
         k = items.index(Ellipsis)
         used = sum(1 for i in items if i is not None and i is not Ellipsis)
-        items = items[:k] + [slice(None)] * (rank - used) + items[k + 1:]
+        items = items[:k] + [slice(None)] * (rank - used) + items[k + 1 :]
     tensor_pos, d, cur = [], 0, x
     for item in items:
         if item is None:
@@ -286,7 +307,7 @@ def _advanced_index(c, x: Ref, items: list):
                 item = c.type(cur).shape[d] + item
             cur = _slice(c, cur, d, item, c.ex.sym(item) + 1, 1)
             shape = list(c.type(cur).shape)
-            cur = c.reshape(cur, shape[:d] + shape[d + 1:])
+            cur = c.reshape(cur, shape[:d] + shape[d + 1 :])
         else:
             _fail(c, f"index {item!r}")
     if not tensor_pos:
@@ -330,7 +351,7 @@ def _index_put(c, x, indices, values, accumulate=False):
     picked[dims[0]] = c.type(lin).shape[0]
     # The values' shape before the index was flattened: x's dims with the indexed ones replaced by
     # the index's shape (the gradient of x[pos] with pos [b, s]).
-    unflat = shape[:dims[0]] + list(c.type(pos[0][1]).shape) + shape[dims[0] + len(dims):]
+    unflat = shape[: dims[0]] + list(c.type(pos[0][1]).shape) + shape[dims[0] + len(dims) :]
     values = c.tensor(values)
     if c.type(values).dtype != c.type(x).dtype:
         values = c.cast(values, c.type(x).dtype)
@@ -372,9 +393,11 @@ def _select_backward(c, grad, input_sizes, dim, index):
 
 # ---- factories ----------------------------------------------------------------------------------
 
+
 def _factory(fill):
     """full / zeros / ones / empty / *_like / new_* / scalar_tensor, with the result's shape and
     dtype from PyTorch. A symbolic fill (a SymInt or SymBool) is computed at call time."""
+
     def h(c, *args, **kw):
         value = fill(args, kw) if callable(fill) else fill
         if isinstance(value, Ref):
@@ -390,6 +413,7 @@ def _factory(fill):
         if not shape:
             return c.op("constant", [], {"dtype": dtype, "value": v})
         return c.op("full", [], {"dtype": dtype, "shape": shape, "value": v})
+
     return h
 
 
@@ -400,38 +424,106 @@ def _fill_arg(position):
 # ---- the table ----------------------------------------------------------------------------------
 
 _TABLE = {
-    "linear": _linear, "mm": _mm, "bmm": _mm, "matmul": _matmul, "addmm": _addmm,
-    "t": _t, "transpose": _transpose, "permute": _permute,
-    "view": _reshape, "reshape": _reshape, "_unsafe_view": _reshape, "unsqueeze": _reshape,
-    "squeeze": _reshape, "flatten": _reshape, "unflatten": _reshape, "view_as": _reshape,
+    "linear": _linear,
+    "mm": _mm,
+    "bmm": _mm,
+    "matmul": _matmul,
+    "addmm": _addmm,
+    "t": _t,
+    "transpose": _transpose,
+    "permute": _permute,
+    "view": _reshape,
+    "reshape": _reshape,
+    "_unsafe_view": _reshape,
+    "unsqueeze": _reshape,
+    "squeeze": _reshape,
+    "flatten": _reshape,
+    "unflatten": _reshape,
+    "view_as": _reshape,
     "reshape_as": _reshape,
-    "expand": _expand, "expand_as": _expand, "slice": _slice, "cat": _cat, "concat": _cat,
+    "expand": _expand,
+    "expand_as": _expand,
+    "slice": _slice,
+    "cat": _cat,
+    "concat": _cat,
     "slice_backward": _slice_backward,
-    "to": _cast_to_out, "_to_copy": _cast_to_out, "convert_element_type": _cast_to_out,
-    "type_as": _cast_to_out, "float": _cast_to_out, "half": _cast_to_out,
-    "bfloat16": _cast_to_out, "double": _cast_to_out, "long": _cast_to_out, "int": _cast_to_out,
+    "to": _cast_to_out,
+    "_to_copy": _cast_to_out,
+    "convert_element_type": _cast_to_out,
+    "type_as": _cast_to_out,
+    "float": _cast_to_out,
+    "half": _cast_to_out,
+    "bfloat16": _cast_to_out,
+    "double": _cast_to_out,
+    "long": _cast_to_out,
+    "int": _cast_to_out,
     "bool": _cast_to_out,
-    "rsub": _rsub, "where": _where,
-    "index_select": _index_select, "index": _index, "getitem": _getitem,
-    "index_add": _index_add, "index_put": _index_put, "select": _select,
+    "rsub": _rsub,
+    "where": _where,
+    "index_select": _index_select,
+    "index": _index,
+    "getitem": _getitem,
+    "index_add": _index_add,
+    "index_put": _index_put,
+    "select": _select,
     "select_backward": _select_backward,
-    "full": _factory(_fill_arg(1)), "full_like": _factory(_fill_arg(1)),
-    "new_full": _factory(_fill_arg(2)), "scalar_tensor": _factory(_fill_arg(0)),
-    "clone": _identity, "contiguous": _identity, "detach": _identity, "alias": _identity,
-    "lift_fresh_copy": _identity, "lift_fresh": _identity,
+    "full": _factory(_fill_arg(1)),
+    "full_like": _factory(_fill_arg(1)),
+    "new_full": _factory(_fill_arg(2)),
+    "scalar_tensor": _factory(_fill_arg(0)),
+    "clone": _identity,
+    "contiguous": _identity,
+    "detach": _identity,
+    "alias": _identity,
+    "lift_fresh_copy": _identity,
+    "lift_fresh": _identity,
 }
 for _n in ("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty"):
     _TABLE[_n] = _factory(0)
 for _n in ("ones", "ones_like", "new_ones"):
     _TABLE[_n] = _factory(1)
 # gelu (with its approximate= argument) is nn_ops'.
-for _n in ("neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "relu", "tanh", "sigmoid",
-           "silu"):
+for _n in (
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "abs",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "silu",
+):
     _TABLE[_n] = _unary(_n)
-for _n in ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "silu_backward",
-           "sigmoid_backward", "eq", "ne", "lt", "le", "gt", "ge"):
+for _n in (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "pow",
+    "silu_backward",
+    "sigmoid_backward",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+):
     _TABLE[_n] = _binary(_n)
-_TABLE.update({"true_divide": _TABLE["div"], "subtract": _TABLE["sub"],
-               "multiply": _TABLE["mul"], "negative": _TABLE["neg"],
-               "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("amax")})
+_TABLE.update(
+    {
+        "true_divide": _TABLE["div"],
+        "subtract": _TABLE["sub"],
+        "multiply": _TABLE["mul"],
+        "negative": _TABLE["neg"],
+        "sum": _reduce("sum"),
+        "mean": _reduce("mean"),
+        "amax": _reduce("amax"),
+    }
+)
 register(_TABLE)

@@ -6,15 +6,16 @@ expression becomes an IR SymExpr, with the sympy symbols renamed s0, s1, ... in 
 appearance among the inputs and their facts taken from the ShapeEnv (Dynamo: [2, inf]).
 
 Note [Export checks every node against PyTorch]
-Each IR node is typed by the core as it is built (Note [One IR] in core/ir.py). The exporter compares
-that type to the node's FakeTensor (dtype and every dim) and raises ExportError on any difference,
-so an IR graph that exports is one whose typing agrees with PyTorch's, op by op.
+Each IR node is typed by the core as it is built (Note [One IR] in core/ir.py). The exporter
+compares that type to the node's FakeTensor (dtype and every dim) and raises ExportError on any
+difference, so an IR graph that exports is one whose typing agrees with PyTorch's, op by op.
 
 Note [Export outputs]
 IR outputs are tensors only. An FX output may also be None, a Python number, a SymInt (AOTAutograd
 saves sizes for the backward) or a graph input returned as is; `Exported.outputs` says for each
 flattened FX output where its value comes from, and `out_spec` rebuilds the FX structure.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,8 +27,19 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from ..core.ir import (NEG_INF, POS_INF, Graph, GraphBuilder, SymExpr,
-                       TensorType, ceildiv, floordiv, mod, sym_max, sym_min)
+from ..core.ir import (
+    NEG_INF,
+    POS_INF,
+    Graph,
+    GraphBuilder,
+    SymExpr,
+    TensorType,
+    ceildiv,
+    floordiv,
+    mod,
+    sym_max,
+    sym_min,
+)
 from ..core.ops import DType
 from ..errors import ExportError, Unsupported
 from .lowering import lower_node
@@ -37,15 +49,15 @@ from .values import Ref, dtype_of, meta_val
 
 @dataclass
 class InputSpec:
-    kind: str         # "placeholder": FX argument `index`; "attr": a tensor held by the module
+    kind: str  # "placeholder": FX argument `index`; "attr": a tensor held by the module
     index: int = -1
     tensor: torch.Tensor | None = None
 
 
 @dataclass
 class OutputSpec:
-    kind: str         # "ir" (IR output `index`), "input" (FX argument `index`, returned as is),
-    index: int = -1   # "input_copy" (a copy of FX argument `index`), "sym", "const"
+    kind: str  # "ir" (IR output `index`), "input" (FX argument `index`, returned as is),
+    index: int = -1  # "input_copy" (a copy of FX argument `index`), "sym", "const"
     sym: SymExpr | None = None
     value: Any = None
 
@@ -53,9 +65,9 @@ class OutputSpec:
 @dataclass
 class Exported:
     graph: Graph
-    inputs: list[InputSpec]     # one per IR input, in IR input order
-    outputs: list[OutputSpec]   # one per flattened FX output
-    out_spec: Any               # pytree spec of the FX output
+    inputs: list[InputSpec]  # one per IR input, in IR input order
+    outputs: list[OutputSpec]  # one per flattened FX output
+    out_spec: Any  # pytree spec of the FX output
     num_placeholders: int
     symbol_names: dict[str, str] = field(default_factory=dict)  # IR name -> sympy name
 
@@ -103,7 +115,7 @@ class _Exporter:
         self.b = GraphBuilder(name)
         self.env: dict[torch.fx.Node, Any] = {}
         self.inputs: list[InputSpec] = []
-        self.sym_of: dict[Any, SymExpr] = {}     # sympy symbol -> IR symbol
+        self.sym_of: dict[Any, SymExpr] = {}  # sympy symbol -> IR symbol
         self.sym_names: dict[str, str] = {}
         self.placeholder_vid: dict[int, int] = {}  # IR value id -> FX placeholder index
 
@@ -141,12 +153,14 @@ class _Exporter:
 
     def _from_sympy(self, e) -> SymExpr:
         import sympy
+
         if e.is_Integer:
             return self.b.const(int(e))
         if e.is_Symbol:
             if e not in self.sym_of:
-                raise Unsupported(f"symbol {e} is not bound by any graph input "
-                                  "(a data-dependent size)")
+                raise Unsupported(
+                    f"symbol {e} is not bound by any graph input (a data-dependent size)"
+                )
             return self.sym_of[e]
         cls = type(e).__name__
         args = [self._from_sympy(a) for a in e.args] if cls != "Pow" else None
@@ -168,8 +182,14 @@ class _Exporter:
             for _ in range(int(exp)):
                 r = r * x
             return r
-        fns = {"FloorDiv": floordiv, "PythonMod": mod, "Mod": mod, "CeilDiv": ceildiv,
-               "Max": sym_max, "Min": sym_min}
+        fns = {
+            "FloorDiv": floordiv,
+            "PythonMod": mod,
+            "Mod": mod,
+            "CeilDiv": ceildiv,
+            "Max": sym_max,
+            "Min": sym_min,
+        }
         if cls in fns and len(args) >= 2:
             r = fns[cls](args[0], args[1])
             for a in args[2:]:
@@ -177,8 +197,14 @@ class _Exporter:
             return r
         raise Unsupported(f"symbolic expression {e} ({cls})")
 
-    _RELATIONS = {"StrictGreaterThan": "gt", "GreaterThan": "ge", "StrictLessThan": "lt",
-                  "LessThan": "le", "Equality": "eq", "Unequality": "ne"}
+    _RELATIONS = {
+        "StrictGreaterThan": "gt",
+        "GreaterThan": "ge",
+        "StrictLessThan": "lt",
+        "LessThan": "le",
+        "Equality": "eq",
+        "Unequality": "ne",
+    }
 
     def _symbool_from_sympy(self, e) -> SymBool:
         op = self._RELATIONS.get(type(e).__name__)
@@ -277,13 +303,15 @@ class _Exporter:
         whole = set()
         for vid in g.inputs:
             v = g.values[vid]
-            for e in ([v.sym] if v.is_sym else list(v.type.shape)):
+            for e in [v.sym] if v.is_sym else list(v.type.shape):
                 if e.is_symbol():
                     whole.add(e.name)
         for s in g.symbols:
             if s.name not in whole:
-                raise Unsupported(f"symbol {s.name} ({self.sym_names[s.name]}) appears only inside "
-                                  "compound input dims; a call could not bind it")
+                raise Unsupported(
+                    f"symbol {s.name} ({self.sym_names[s.name]}) appears only inside "
+                    "compound input dims; a call could not bind it"
+                )
 
     def _get_attr(self, n):
         obj = self.gm
@@ -303,8 +331,10 @@ class _Exporter:
             want_dtype = DType.from_torch(v.dtype)
             want_shape = self.shape(v)
             if t.dtype != want_dtype or not _same_shape(t.shape, want_shape, self.b.symbols):
-                raise ExportError(f"node {n.name} ({n.target}): the IR gives {t}, PyTorch gives "
-                                  f"{TensorType(want_dtype or t.dtype, want_shape)}")
+                raise ExportError(
+                    f"node {n.name} ({n.target}): the IR gives {t}, PyTorch gives "
+                    f"{TensorType(want_dtype or t.dtype, want_shape)}"
+                )
 
     def _outputs(self, out_node, placeholders) -> Exported:
         leaves, spec = pytree.tree_flatten(out_node.args[0] if out_node is not None else ())
@@ -326,8 +356,9 @@ class _Exporter:
                 outputs.append(OutputSpec("const", value=v))
             else:
                 raise Unsupported(f"output of type {type(v).__name__}")
-        return Exported(self.b.finish(), self.inputs, outputs, spec, len(placeholders),
-                        dict(self.sym_names))
+        return Exported(
+            self.b.finish(), self.inputs, outputs, spec, len(placeholders), dict(self.sym_names)
+        )
 
 
 def _bound(v, default: int) -> int:
@@ -359,7 +390,7 @@ def _same_shape(a: tuple, b: tuple, symbols: list) -> bool:
         if x == y:
             continue
         names = {s.name for s in symbols}
-        for k, v in enumerate(_SAMPLES):
+        for k in range(len(_SAMPLES)):
             bind = {n: _SAMPLES[(k + j) % len(_SAMPLES)] for j, n in enumerate(sorted(names))}
             if x.evaluate(bind) != y.evaluate(bind):
                 return False

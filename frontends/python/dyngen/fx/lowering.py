@@ -10,6 +10,7 @@ node against PyTorch] in export.py).
 This module dispatches a node to its handler (registry.HANDLERS); the handlers live in one module
 per op family, which register themselves when imported here (Note [Lowering registry]).
 """
+
 from __future__ import annotations
 
 import operator
@@ -20,8 +21,9 @@ import torch.fx
 from ..core.ir import IRTypeError, SymExpr, SymList
 from ..core.ops import DType
 from ..errors import Unsupported
-# The families, in registration order (Note [Lowering registry]).
-from . import basic_ops, nn_ops, select_ops, attention_ops  # noqa: F401
+
+# The op families register their handlers on import (Note [Lowering registry]).
+from . import attention_ops, basic_ops, nn_ops, select_ops  # noqa: F401
 from .registry import HANDLERS
 from .sym_ops import SymBool, lower_symbool
 from .values import Ref, dtype_of, meta_val, type_error
@@ -58,8 +60,11 @@ class _Ctx:
                 return self.sym_scalar(value, dtype or DType.I64)
             value = value.as_const()
         if dtype is None:
-            dtype = DType.BOOL if isinstance(value, bool) else (
-                DType.I64 if isinstance(value, int) else DType.F32)
+            dtype = (
+                DType.BOOL
+                if isinstance(value, bool)
+                else (DType.I64 if isinstance(value, int) else DType.F32)
+            )
         v = float(value) if dtype.is_float else int(value)
         return self.op("constant", [], {"dtype": dtype, "value": v})
 
@@ -67,8 +72,9 @@ class _Ctx:
         """Note [Symbolic scalars as tensors]: a SymInt operand (mean's backward divides by a
         symbolic count; x * s0) is `sym_constant`, a rank-0 tensor holding the expression's value
         at call time; as an i64 it promotes like the Python int it stands for."""
-        return self.cast(self.op("sym_constant", [], {"dtype": DType.I64, "value": SymList([e])}),
-                         dtype)
+        return self.cast(
+            self.op("sym_constant", [], {"dtype": DType.I64, "value": SymList([e])}), dtype
+        )
 
     def tensor(self, x) -> Ref:
         if isinstance(x, Ref):
@@ -89,20 +95,71 @@ class _Ctx:
         return self.op("reshape", [x], {"shape": shape})
 
 
-_OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-              operator.truediv: "div", operator.neg: "neg", operator.getitem: "getitem",
-              operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le",
-              operator.gt: "gt", operator.ge: "ge", operator.pow: "pow", operator.matmul: "matmul",
-              operator.iadd: "add_", operator.imul: "mul_", operator.isub: "sub_",
-              operator.itruediv: "div_"}
+_OPERATORS = {
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.neg: "neg",
+    operator.getitem: "getitem",
+    operator.eq: "eq",
+    operator.ne: "ne",
+    operator.lt: "lt",
+    operator.le: "le",
+    operator.gt: "gt",
+    operator.ge: "ge",
+    operator.pow: "pow",
+    operator.matmul: "matmul",
+    operator.iadd: "add_",
+    operator.imul: "mul_",
+    operator.isub: "sub_",
+    operator.itruediv: "div_",
+}
 # Ops that return a view of their first operand: an in-place op on their result is unsupported.
-_VIEWS = {"view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "flatten", "unflatten",
-          "view_as", "reshape_as", "expand", "expand_as", "slice", "t", "transpose", "permute",
-          "getitem", "index", "detach", "alias", "contiguous", "to", "type_as", "float", "half",
-          "bfloat16", "double", "long", "int", "bool", "select", "narrow", "as_strided"}
+_VIEWS = {
+    "view",
+    "reshape",
+    "_unsafe_view",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "unflatten",
+    "view_as",
+    "reshape_as",
+    "expand",
+    "expand_as",
+    "slice",
+    "t",
+    "transpose",
+    "permute",
+    "getitem",
+    "index",
+    "detach",
+    "alias",
+    "contiguous",
+    "to",
+    "type_as",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "long",
+    "int",
+    "bool",
+    "select",
+    "narrow",
+    "as_strided",
+}
 # Nodes kept only for their checks (no value); skipped when nothing uses them.
-_ASSERTS = {"_assert_scalar", "_assert_tensor_metadata", "sym_constrain_range_for_size",
-            "sym_constrain_range", "_assert_async", "_check", "_check_is_size"}
+_ASSERTS = {
+    "_assert_scalar",
+    "_assert_tensor_metadata",
+    "sym_constrain_range_for_size",
+    "sym_constrain_range",
+    "_assert_async",
+    "_check",
+    "_check_is_size",
+}
 
 
 def _item(ex, n: torch.fx.Node) -> Ref:
@@ -117,13 +174,42 @@ def _item(ex, n: torch.fx.Node) -> Ref:
 
 # Keyword arguments with no meaning in the IR (memory placement; device moves are checked by the
 # cast handler), and ops whose dtype argument is read from the result's FakeTensor instead.
-_IGNORED_KWARGS = {"layout", "device", "pin_memory", "memory_format", "non_blocking",
-                   "requires_grad", "copy"}
+_IGNORED_KWARGS = {
+    "layout",
+    "device",
+    "pin_memory",
+    "memory_format",
+    "non_blocking",
+    "requires_grad",
+    "copy",
+}
 _DTYPE_FROM_RESULT = {"dtype"}
-_RESULT_TYPED = {"to", "_to_copy", "convert_element_type", "type_as", "float", "half", "bfloat16",
-                 "double", "long", "int", "bool", "full", "zeros", "ones", "empty", "full_like",
-                 "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones", "new_full",
-                 "new_empty", "scalar_tensor"} | nn_ops.RESULT_TYPED
+_RESULT_TYPED = {
+    "to",
+    "_to_copy",
+    "convert_element_type",
+    "type_as",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "long",
+    "int",
+    "bool",
+    "full",
+    "zeros",
+    "ones",
+    "empty",
+    "full_like",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "new_empty",
+    "scalar_tensor",
+} | nn_ops.RESULT_TYPED
 
 
 def _inplace(ex, n: torch.fx.Node, key: str, handler, args, kwargs) -> Ref:
@@ -153,9 +239,13 @@ def op_key(n: torch.fx.Node) -> tuple[str, str]:
     if t in _OPERATORS:
         return _OPERATORS[t], f"operator.{t.__name__}"
     name = getattr(t, "__name__", None)
-    for mod, prefix in ((torch, "torch"), (torch.nn.functional, "torch.nn.functional"),
-                        (torch._C._nn, "torch._C._nn"), (torch.Tensor, "torch.Tensor"),
-                        (torch._C._VariableFunctions, "torch")):
+    for mod, prefix in (
+        (torch, "torch"),
+        (torch.nn.functional, "torch.nn.functional"),
+        (torch._C._nn, "torch._C._nn"),
+        (torch.Tensor, "torch.Tensor"),
+        (torch._C._VariableFunctions, "torch"),
+    ):
         if name and getattr(mod, name, None) is t:
             return name, f"{prefix}.{name}"
     return (name or repr(t)), (getattr(t, "__module__", "") or "") + "." + (name or repr(t))
@@ -169,8 +259,11 @@ def lower_node(ex, n: torch.fx.Node):
     val = meta_val(n)
     if isinstance(val, torch.SymInt) or (isinstance(val, int) and not isinstance(val, bool)):
         return ex.sym(val)  # sizes and size arithmetic: the expression PyTorch derived
-    if isinstance(val, torch.Size) or (isinstance(val, tuple) and val and all(
-            isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)):
+    if isinstance(val, torch.Size) or (
+        isinstance(val, tuple)
+        and val
+        and all(isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)
+    ):
         return tuple(ex.sym(v) for v in val)  # x.size(), x.shape
     if key == "size" and val is None and n.args and isinstance(ex.env.get(n.args[0]), Ref):
         t = ex.b.tensor(ex.env[n.args[0]].vid)  # Dynamo may leave size() without a value
@@ -178,7 +271,8 @@ def lower_node(ex, n: torch.fx.Node):
     if key == "item" and isinstance(val, torch.SymFloat):
         return _item(ex, n)
     if isinstance(val, (torch.SymBool, bool)) and not any(
-            isinstance(a, torch.fx.Node) and isinstance(ex.env.get(a), Ref) for a in n.args):
+        isinstance(a, torch.fx.Node) and isinstance(ex.env.get(a), Ref) for a in n.args
+    ):
         return lower_symbool(ex, n, key, target, val)
     if isinstance(val, (torch.SymFloat, torch.SymBool)):
         raise Unsupported(f"op {key} ({target}): symbolic {type(val).__name__}")

@@ -6,11 +6,12 @@ Each is one IR op where the IR has one (gelu_tanh, gelu_backward, gelu_tanh_back
 gather, scatter) and a composition of IR ops otherwise; Note [Export checks every node against
 PyTorch] checks every result's type either way.
 """
+
 from __future__ import annotations
 
-from ..errors import Unsupported
 from ..core.ir import SymList, provably_ge
 from ..core.ops import DType
+from ..errors import Unsupported
 from .registry import HANDLERS, register
 from .values import Ref
 
@@ -37,6 +38,7 @@ def gelu_backward(c, grad, x, approximate="none"):
 def float_unary(name):
     def h(c, x, *, out=None):
         return c.op(name, [_float_operand(c, x)])
+
     return h
 
 
@@ -84,8 +86,11 @@ def constant_pad_nd(c, x, pad, value=0):
             size = c.type(r).shape[dim]
             if provably_ge(0, a):  # a trim of -a elements
                 start, end = (-a, size) if side == 0 else (0, size + a)
-                r = c.op("slice", [r], {"dim": dim, "start": SymList([start]),
-                                        "end": SymList([end]), "step": 1})
+                r = c.op(
+                    "slice",
+                    [r],
+                    {"dim": dim, "start": SymList([start]), "end": SymList([end]), "step": 1},
+                )
             elif provably_ge(a, 0):
                 shape = list(c.type(r).shape)
                 shape[dim] = a
@@ -164,7 +169,7 @@ def numel(c, shape):
     return n
 
 
-def _iota(c, n) -> "Ref":
+def _iota(c, n) -> Ref:
     """0, 1, ..., n-1 as i64 (a running count of ones)."""
     ones = c.op("full", [], {"dtype": DType.I64, "shape": SymList([n]), "value": 1})
     return c.op("sub", [c.op("cumsum", [ones], {"dim": 0, "dtype": DType.I64}), c.const(1)])
@@ -268,8 +273,7 @@ def sgn(c, x):
     x = c.tensor(x)
     dtype = c.type(x).dtype
     zero = c.const(0, dtype)
-    sign = c.op("sub", [c.cast(c.op("gt", [x, zero]), dtype),
-                        c.cast(c.op("lt", [x, zero]), dtype)])
+    sign = c.op("sub", [c.cast(c.op("gt", [x, zero]), dtype), c.cast(c.op("lt", [x, zero]), dtype)])
     if not dtype.is_float:
         return sign
     return c.op("where", [c.op("ne", [x, x]), x, sign])
@@ -297,16 +301,31 @@ def linalg_vector_norm(c, x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 _TABLE = {
-    "var_mean": var_mean, "split_with_sizes": split_with_sizes, "sgn": sgn, "sign": sgn,
+    "var_mean": var_mean,
+    "split_with_sizes": split_with_sizes,
+    "sgn": sgn,
+    "sign": sgn,
     "linalg_vector_norm": linalg_vector_norm,
-    "arange": arange, "flip": flip, "logical_and": logical_and, "logical_or": logical_or,
-    "logical_xor": logical_xor, "logical_not": logical_not,
-    "gelu": gelu, "gelu_backward": gelu_backward,
-    "sin": float_unary("sin"), "cos": float_unary("cos"), "erf": float_unary("erf"),
+    "arange": arange,
+    "flip": flip,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_xor": logical_xor,
+    "logical_not": logical_not,
+    "gelu": gelu,
+    "gelu_backward": gelu_backward,
+    "sin": float_unary("sin"),
+    "cos": float_unary("cos"),
+    "erf": float_unary("erf"),
     "sinc": float_unary("sinc"),
-    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
-    "cumsum": cumsum, "constant_pad_nd": constant_pad_nd,
-    "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
+    "clamp": clamp,
+    "clip": clamp,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "cumsum": cumsum,
+    "constant_pad_nd": constant_pad_nd,
+    "nll_loss_forward": nll_loss_forward,
+    "nll_loss_backward": nll_loss_backward,
 }
 RESULT_TYPED = {"cumsum", "arange"}  # their dtype= keyword is read from the result's FakeTensor
 register(_TABLE)

@@ -21,6 +21,7 @@ The hoist is all or nothing: a seeded op whose result depends on values (bernoul
 p, native_dropout, multinomial), or a shape that is not a sum or product of the graph's input
 sizes, leaves the graph as it was, since moving only some draws would reorder the stream.
 """
+
 from __future__ import annotations
 
 import operator
@@ -35,15 +36,31 @@ from .values import meta_val
 aten = torch.ops.aten
 
 # Seeded ops whose result depends on their tensor operand's shape, dtype, device and strides only.
-SHAPE_ONLY_DRAWS = {"rand_like", "randn_like", "randint_like", "uniform", "exponential", "normal",
-                    "random", "geometric", "log_normal", "cauchy", "rand", "randn", "randint",
-                    "bernoulli"}
+SHAPE_ONLY_DRAWS = {
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "uniform",
+    "exponential",
+    "normal",
+    "random",
+    "geometric",
+    "log_normal",
+    "cauchy",
+    "rand",
+    "randn",
+    "randint",
+    "bernoulli",
+}
 
 
 def _is_draw(n: torch.fx.Node) -> bool:
     t = n.target
-    return (n.op == "call_function" and isinstance(t, torch._ops.OpOverload)
-            and torch.Tag.nondeterministic_seeded in t.tags)
+    return (
+        n.op == "call_function"
+        and isinstance(t, torch._ops.OpOverload)
+        and torch.Tag.nondeterministic_seeded in t.tags
+    )
 
 
 def _shape_only(n: torch.fx.Node) -> bool:
@@ -53,8 +70,9 @@ def _shape_only(n: torch.fx.Node) -> bool:
     if name == "bernoulli":  # bernoulli(x, p: float) only; with a tensor p the values matter
         return len(n.args) > 1 and isinstance(n.args[1], float)
     # Any other operand must be a constant: normal(x, mean, std) with tensor moments reads values.
-    return all(not isinstance(a, torch.fx.Node) for a in n.args[1:]) and \
-        all(not isinstance(a, torch.fx.Node) for a in n.kwargs.values())
+    return all(not isinstance(a, torch.fx.Node) for a in n.args[1:]) and all(
+        not isinstance(a, torch.fx.Node) for a in n.kwargs.values()
+    )
 
 
 class _SizeNodes:
@@ -144,8 +162,11 @@ def hoist_random_draws(gm: torch.fx.GraphModule, sources: dict) -> Hoisted:
         if plan is not None:
             shape, stride, v = plan
             with gm.graph.inserting_after(anchor):
-                fresh = gm.graph.call_function(aten.empty_strided.default, (shape, stride),
-                                               {"dtype": v.dtype, "device": v.device})
+                fresh = gm.graph.call_function(
+                    aten.empty_strided.default,
+                    (shape, stride),
+                    {"dtype": v.dtype, "device": v.device},
+                )
             fresh.meta["val"] = v
             operand = n.args[0]
             n.args = (fresh,) + tuple(n.args[1:])
@@ -166,4 +187,3 @@ def _undo(gm: torch.fx.GraphModule, sizes: _SizeNodes) -> Hoisted:
     for n in reversed(sizes.inserted):
         gm.graph.erase_node(n)
     return Hoisted()
-

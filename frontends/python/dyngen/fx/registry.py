@@ -7,9 +7,10 @@ dispatches through HANDLERS, and export.py imports lowering.py. So a family impo
 and never its importer, and a new op's lowering goes into the family it belongs to. A name is
 registered once: a second family claiming it is an error at import, not a silent override.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 HANDLERS: dict[str, Callable] = {}
 

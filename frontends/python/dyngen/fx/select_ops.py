@@ -12,14 +12,15 @@ the maximum when present (amax propagates it), and a position hits when it is Na
 takes k such picks, each excluding the positions already taken (a mask, not a -inf sentinel, so
 rows holding -inf or the dtype's lowest value still give k distinct indices).
 """
+
 from __future__ import annotations
 
-from ..errors import Unsupported
 from ..core.ir import SymExpr, SymList, provably_ge
-from .values import Ref
-from .nn_ops import _iota, logical_and, logical_not, logical_or, numel
 from ..core.ops import DType
+from ..errors import Unsupported
+from .nn_ops import _iota, logical_and, logical_not, logical_or, numel
 from .registry import register
+from .values import Ref
 
 TOPK_MAX_K = 16  # k picks unroll into k reductions: beyond this a sort would be the right tool
 
@@ -37,16 +38,26 @@ def _scatter_src(c, x, index, src):
     """src as a tensor of x's dtype and of index's shape (PyTorch reads only that corner)."""
     it, xt = c.type(index), c.type(x)
     if not isinstance(src, Ref):  # scatter.value: a Python scalar written everywhere
-        return c.op("full", [], {"dtype": xt.dtype, "shape": SymList(it.shape),
-                                 "value": float(src) if xt.dtype.is_float else int(src)})
+        return c.op(
+            "full",
+            [],
+            {
+                "dtype": xt.dtype,
+                "shape": SymList(it.shape),
+                "value": float(src) if xt.dtype.is_float else int(src),
+            },
+        )
     src = c.cast(c.tensor(src), xt.dtype)
     st = c.type(src)
     for d in range(it.rank):
         if st.shape[d] != it.shape[d]:
             if not provably_ge(st.shape[d], it.shape[d]):
                 raise Unsupported("op scatter: cannot prove src is at least index's size")
-            src = c.op("slice", [src], {"dim": d, "start": SymList([0]),
-                                        "end": SymList([it.shape[d]]), "step": 1})
+            src = c.op(
+                "slice",
+                [src],
+                {"dim": d, "start": SymList([0]), "end": SymList([it.shape[d]]), "step": 1},
+            )
     return src
 
 
@@ -83,8 +94,9 @@ def scatter_add(c, x, dim, index, src):
     size = c.sym_scalar(xt.shape[d], DType.I64)
     idx = c.cast(index, DType.I64)
     wrapped = c.op("where", [c.op("lt", [idx, c.const(0)]), c.op("add", [idx, size]), idx])
-    bad = logical_not(c, logical_and(c, c.op("ge", [wrapped, c.const(0)]),
-                                     c.op("lt", [wrapped, size])))
+    bad = logical_not(
+        c, logical_and(c, c.op("ge", [wrapped, c.const(0)]), c.op("lt", [wrapped, size]))
+    )
     lin = None
     for k in range(xt.rank):
         term = wrapped if k == d else _iota_along(c, list(it.shape), k)
@@ -94,8 +106,11 @@ def scatter_add(c, x, dim, index, src):
     never = c.op("neg", [c.sym_scalar(n_x + n_x + 1, DType.I64)])  # wraps to < 0 still
     lin = c.op("where", [bad, never, lin])
     n_idx = numel(c, it.shape)
-    out = c.op("index_add", [c.reshape(x, (n_x,)), c.reshape(lin, (n_idx,)),
-                             c.reshape(src, (n_idx,))], {"dim": 0})
+    out = c.op(
+        "index_add",
+        [c.reshape(x, (n_x,)), c.reshape(lin, (n_idx,)), c.reshape(src, (n_idx,))],
+        {"dim": 0},
+    )
     return c.reshape(out, tuple(xt.shape))
 
 
@@ -104,7 +119,7 @@ def _lowest(c, dtype):
         return c.const(float("-inf"), dtype)
     if dtype == DType.BOOL:
         return c.const(False)
-    return c.const(-(2 ** 63) if dtype == DType.I64 else -(2 ** 31), dtype)
+    return c.const(-(2**63) if dtype == DType.I64 else -(2**31), dtype)
 
 
 def _first_max(c, x, d, taken=None):
@@ -129,7 +144,7 @@ def _drop_dim(c, r, d, keepdim):
     if keepdim:
         return r
     shape = list(c.type(r).shape)
-    return c.reshape(r, shape[:d] + shape[d + 1:])
+    return c.reshape(r, shape[:d] + shape[d + 1 :])
 
 
 def max_(c, x, dim=None, keepdim=False):
@@ -164,8 +179,10 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
         shape = list(t.shape)
         shape[d] = 0
         zero = 0.0 if t.dtype.is_float else 0
-        return (c.op("full", [], {"dtype": t.dtype, "shape": SymList(shape), "value": zero}),
-                c.op("full", [], {"dtype": DType.I64, "shape": SymList(shape), "value": 0}))
+        return (
+            c.op("full", [], {"dtype": t.dtype, "shape": SymList(shape), "value": zero}),
+            c.op("full", [], {"dtype": DType.I64, "shape": SymList(shape), "value": 0}),
+        )
     values, indices, taken = [], [], None
     for _ in range(k):
         m, first, pos = _first_max(c, x, d, taken)
@@ -178,8 +195,13 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
     return c.op("cat", values, {"dim": d}), c.op("cat", indices, {"dim": d})
 
 
-_TABLE = {"gather": gather, "scatter": scatter, "scatter_add": scatter_add, "max": max_,
-            "topk": topk}
+_TABLE = {
+    "gather": gather,
+    "scatter": scatter,
+    "scatter_add": scatter_add,
+    "max": max_,
+    "topk": topk,
+}
 
 
 def embedding(c, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -204,8 +226,11 @@ def embedding_dense_backward(c, grad, indices, num_weights, padding_idx, scale_g
     if padding_idx is not None:  # -1 (none) matches no index, as indices are >= 0
         keep = c.op("ne", [idx, c.const(padding_idx, DType.I64)])
         rows = c.op("where", [c.reshape(keep, (n, 1)), rows, c.const(0.0, gt.dtype)])
-    zeros = c.op("full", [], {"dtype": gt.dtype, "shape": SymList([c.ex.sym(num_weights), dim]),
-                              "value": 0.0})
+    zeros = c.op(
+        "full",
+        [],
+        {"dtype": gt.dtype, "shape": SymList([c.ex.sym(num_weights), dim]), "value": 0.0},
+    )
     return c.op("index_add", [zeros, idx, rows], {"dim": 0})
 
 

@@ -8,6 +8,7 @@ that is one is evaluated at call time from the bound symbols, and a tensor op th
 an operand (torch.where(s0 > 5, a, b), mask * (s0 > 5)) gets the comparison of two
 `sym_constant`s, a rank-0 bool tensor computed at call time.
 """
+
 from __future__ import annotations
 
 import operator
@@ -16,8 +17,14 @@ import torch
 
 from ..errors import Unsupported
 
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-            "gt": operator.gt, "ge": operator.ge}
+_COMPARE = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
 
 
 class SymBool:
@@ -39,6 +46,7 @@ class SymBool:
     def materialize(self, c):
         """A rank-0 bool tensor with this value (Note [SymBool values])."""
         from ..core.ops import DType
+
         if self.op == "not":
             return c.op("eq", [self.lhs.materialize(c), c.const(False)])
         if self.op in ("and", "or"):
@@ -47,8 +55,13 @@ class SymBool:
             # a or b: a + b >= 1; a and b: a + b == 2
             op, bound = ("ge", 1) if self.op == "or" else ("eq", 2)
             return c.op(op, [both, c.const(bound)])
-        return c.op(self.op, [c.sym_scalar(c.ex.sym(self.lhs), DType.I64),
-                              c.sym_scalar(c.ex.sym(self.rhs), DType.I64)])
+        return c.op(
+            self.op,
+            [
+                c.sym_scalar(c.ex.sym(self.lhs), DType.I64),
+                c.sym_scalar(c.ex.sym(self.rhs), DType.I64),
+            ],
+        )
 
 
 def _value(e, bind):
@@ -67,8 +80,7 @@ def lower_symbool(ex, n: torch.fx.Node, key: str, target: str, val):
     """A node whose value is a SymBool (or a bool) and whose operands are not tensors."""
     args = [ex.env[a] if isinstance(a, torch.fx.Node) else a for a in n.args]
     if key in _COMPARE and len(args) == 2 and all(_is_int(a) for a in args):
-        lhs, rhs = (ex.sym(a) if not isinstance(a, int) or isinstance(a, bool) else a
-                    for a in args)
+        lhs, rhs = (ex.sym(a) if not isinstance(a, int) or isinstance(a, bool) else a for a in args)
         return _fold(SymBool(key, lhs, rhs))
     if key in ("sym_not", "not_") and len(args) == 1 and isinstance(args[0], (SymBool, bool)):
         return (not args[0]) if isinstance(args[0], bool) else SymBool("not", args[0])
@@ -87,12 +99,14 @@ def lower_symbool(ex, n: torch.fx.Node, key: str, target: str, val):
 
 def _is_int(a) -> bool:
     from ..core.ir import SymExpr
+
     return isinstance(a, SymExpr) or (isinstance(a, int) and not isinstance(a, bool))
 
 
 def _fold(b: SymBool):
     """A comparison both sides of which are constants is a Python bool."""
     from ..core.ir import SymExpr
+
     a = b.lhs.as_const() if isinstance(b.lhs, SymExpr) else b.lhs
     c = b.rhs.as_const() if isinstance(b.rhs, SymExpr) else b.rhs
     if a is not None and c is not None:

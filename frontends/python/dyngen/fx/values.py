@@ -1,4 +1,5 @@
 """What the exporter and the lowering families share: tensor references and FX metadata."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
