@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# All tests: set-up, then the C++ suite (ctest) and the Python suite (pytest).
+# All tests: set-up, the Python style checks (scripts/lint.sh), then the C++ suite (ctest) and the
+# Python suite (pytest).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash scripts/setup.sh
+if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ]; then
+  bash scripts/lint.sh
+fi
 # Kernel binaries go to a cache folder of the test run's own, so tests see cold and warm caches
 # as they expect; the user's cache is left alone.
 export DYNGEN_CACHE_DIR="${DYNGEN_TEST_CACHE_DIR:-$repo/build/test-cache}"
