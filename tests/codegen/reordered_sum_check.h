@@ -22,8 +22,9 @@ namespace dg {
 
 inline void expect_matches_reference_reordered(const Graph& g, const Executable& exe,
                                                const std::vector<HostTensor>& inputs,
-                                               const std::string& what) {
-  auto actual = run_on_host(exe, inputs);
+                                               const std::string& what,
+                                               const HostRunOptions& options = {}) {
+  auto actual = run_on_host(exe, inputs, options);
   ASSERT_TRUE(actual.ok()) << what << ": " << actual.message();
   RefResult expected = reference_eval(g, inputs);  // the unfused graph
   ASSERT_TRUE(expected.ok()) << expected.error;
