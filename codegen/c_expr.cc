@@ -14,8 +14,10 @@ std::string literal(int64_t v) { return "(" + std::to_string(v) + "LL)"; }
 
 std::string emit(const SymNode* n) {
   switch (n->kind) {
-    case SymKind::kConst: return literal(n->value);
-    case SymKind::kSymbol: return symbol_param(SymExpr(n));
+    case SymKind::kConst:
+      return literal(n->value);
+    case SymKind::kSymbol:
+      return symbol_param(SymExpr(n));
     case SymKind::kSum: {
       std::string s = "(" + literal(n->value);
       for (auto& [coef, mono] : n->terms) s += " + " + literal(coef) + " * " + emit(mono);
@@ -26,10 +28,14 @@ std::string emit(const SymNode* n) {
       for (size_t i = 0; i < n->factors.size(); ++i) s += (i ? " * " : "") + emit(n->factors[i]);
       return s + ")";
     }
-    case SymKind::kFloorDiv: return "dg_floordiv(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
-    case SymKind::kMod: return "dg_mod(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
-    case SymKind::kMax: return "dg_max_ll(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
-    case SymKind::kMin: return "dg_min_ll(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
+    case SymKind::kFloorDiv:
+      return "dg_floordiv(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
+    case SymKind::kMod:
+      return "dg_mod(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
+    case SymKind::kMax:
+      return "dg_max_ll(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
+    case SymKind::kMin:
+      return "dg_min_ll(" + emit(n->lhs) + ", " + emit(n->rhs) + ")";
   }
   return "0";
 }

@@ -95,8 +95,8 @@ std::string tc_tag(const TileConfig& t) {
 
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx) {
-  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
-         name + "(" + params.declaration() + ctx.symbol_params() + ") {\n";
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + name +
+         "(" + params.declaration() + ctx.symbol_params() + ") {\n";
 }
 
 // The block's tile origin (m0, n0) and its zeroed tensor-core accumulators; blocks past M or N
@@ -105,8 +105,12 @@ std::string tc_block_setup(const std::string& nb) {
   return "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
          "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n"
          "  if (m0 >= M || n0 >= N) return;\n"
-         "  float acc[" + nb + "][Tile::MT][Tile::NT][4];\n"
-         "  DG_UNROLL\n  for (int j = 0; j < " + nb + "; ++j)\n"
+         "  float acc[" +
+         nb +
+         "][Tile::MT][Tile::NT][4];\n"
+         "  DG_UNROLL\n  for (int j = 0; j < " +
+         nb +
+         "; ++j)\n"
          "    DG_UNROLL\n    for (int mt = 0; mt < Tile::MT; ++mt)\n"
          "      DG_UNROLL\n      for (int nt = 0; nt < Tile::NT; ++nt)\n"
          "        DG_UNROLL\n        for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;\n";
@@ -123,9 +127,8 @@ std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::str
 
 // The kernel of a GEMM over K segments: the tensor-core mainloop once per segment into the same
 // accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh).
-std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec,
-                                const std::string& name, const std::string& tile, int threads,
-                                bool at, bool bkn) {
+std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
+                                const std::string& tile, int threads, bool at, bool bkn) {
   const std::string nb = std::to_string(spec.b.size());
   std::string loops;
   for (const GemmKSegment& seg : spec.k_segments) {
@@ -167,12 +170,12 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
     for (const GemmOperandRef& b : spec.b)
       pb.push_back(spec.params.add(b.buffer, DType::kBF16, false));
     auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
-    src = kernel_header(launch.name, threads, spec.params, ctx) + "  const long long M = " +
-          c_expr(spec.M) + ";\n  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") +
-          "  dg_gemm_tc<" + tile_template(t) + ", " + std::to_string(N) + ", " +
-          std::to_string(K) + ", " + (la.transposed ? "true" : "false") + ", " +
-          (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa + " + " +
-          c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
+    src = kernel_header(launch.name, threads, spec.params, ctx) +
+          "  const long long M = " + c_expr(spec.M) + ";\n  const long long c_base = 0;\n" +
+          epilogue_lambda(spec, "float") + "  dg_gemm_tc<" + tile_template(t) + ", " +
+          std::to_string(N) + ", " + std::to_string(K) + ", " + (la.transposed ? "true" : "false") +
+          ", " + (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa +
+          " + " + c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
           b_ptr(nb == 2 ? 1 : 0) + ", " + c_expr(lb.ld) + ", M, epi);\n}\n";
   }
   launch.buffers = spec.params.buffers();
@@ -185,13 +188,14 @@ std::string tile_load(const std::string& dst, const std::string& src, const std:
                       const std::string& acc, const GemmOperandRef& op, bool is_a) {
   bool k_fastest = is_a ? op.col_stride == SymExpr(1) : op.row_stride == SymExpr(1);
   std::string s = "    for (int e = threadIdx.x; e < 64 * 16; e += 256) {\n";
-  if (k_fastest) s += "      const int kk = e % 16, o = e / 16;\n";
-  else s += "      const int kk = e / 64, o = e % 64;\n";
+  if (k_fastest)
+    s += "      const int kk = e % 16, o = e / 16;\n";
+  else
+    s += "      const int kk = e / 64, o = e % 64;\n";
   std::string oi = is_a ? "m0 + o" : "n0 + o";
-  std::string off = is_a ? "(" + oi + ") * " + c_expr(op.row_stride) + " + (k0 + kk) * " +
-                               c_expr(op.col_stride)
-                         : "(k0 + kk) * " + c_expr(op.row_stride) + " + (" + oi + ") * " +
-                               c_expr(op.col_stride);
+  std::string off =
+      is_a ? "(" + oi + ") * " + c_expr(op.row_stride) + " + (k0 + kk) * " + c_expr(op.col_stride)
+           : "(k0 + kk) * " + c_expr(op.row_stride) + " + (" + oi + ") * " + c_expr(op.col_stride);
   std::string bound = is_a ? "m0 + o < M" : "n0 + o < N";
   s += "      " + dst + "[kk][o] = (" + bound + " && k0 + kk < K) ? " +
        operand_load(op, src, base + " + " + off, acc) + " : (" + acc + ")0;\n    }\n";
@@ -236,7 +240,9 @@ std::string scalar_stores(const GemmKernelSpec& spec) {
          "    if (row >= M) continue;\n"
          "    DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
          "      const long long col = n0 + tx + 16 * j;\n"
-         "      if (col < N) epi(row, (int)col" + call_args + ");\n"
+         "      if (col < N) epi(row, (int)col" +
+         call_args +
+         ");\n"
          "    }\n"
          "  }\n";
 }
@@ -256,8 +262,8 @@ std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
     bases += "  {\n" + unravel(spec.batch, "bz");
     bases += "    a_base += " + offset_expr(spec.a.batch_strides) + ";\n";
     for (size_t j = 0; j < nb; ++j)
-      bases += "    b_base" + std::to_string(j) + " += " + offset_expr(spec.b[j].batch_strides) +
-               ";\n";
+      bases +=
+          "    b_base" + std::to_string(j) + " += " + offset_expr(spec.b[j].batch_strides) + ";\n";
     bases += "  }\n";
   }
   std::string loads = tile_load("As", ops.a, "a_base", acc, spec.a, true);
@@ -266,15 +272,22 @@ std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
     std::string J = std::to_string(j);
     loads += tile_load("Bs" + J, ops.b[j], "b_base" + J, acc, spec.b[j], false);
     decl += "  " + acc + " c" + J + "[4][4] = {};\n";
-    fma += "      DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
-           "        const " + acc + " bv = Bs" + J + "[kk][tx + 16 * j];\n"
-           "        DG_UNROLL for (int i = 0; i < 4; ++i) c" + J + "[i][j] += av[i] * bv;\n      }\n";
+    fma +=
+        "      DG_UNROLL for (int j = 0; j < 4; ++j) {\n"
+        "        const " +
+        acc + " bv = Bs" + J +
+        "[kk][tx + 16 * j];\n"
+        "        DG_UNROLL for (int i = 0; i < 4; ++i) c" +
+        J + "[i][j] += av[i] * bv;\n      }\n";
   }
   const std::string k_body =
       "    __syncthreads();\n"
       "    DG_UNROLL for (int kk = 0; kk < 16; ++kk) {\n"
-      "      " + acc + " av[4];\n"
-      "      DG_UNROLL for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" + fma +
+      "      " +
+      acc +
+      " av[4];\n"
+      "      DG_UNROLL for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];\n" +
+      fma +
       "    }\n"
       "    __syncthreads();\n";
   std::string k_loops = "  for (long long k0 = 0; k0 < K; k0 += 16) {\n" + loads + k_body + "  }\n";
@@ -302,12 +315,13 @@ std::string scalar_body(const GemmKernelSpec& spec, const ScalarOperands& ops,
   const std::string batch_open =
       batched ? "  for (long long bz = blockIdx.z; bz < " + c_expr(batch) + "; bz += gridDim.z) {\n"
               : "";
-  return "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ", K = " +
-         c_expr(spec.K) + ";\n" + scalar_shared(spec) + batch_open + bases +
-         "  const long long c_base = " + (batched ? "bz * M * N" : "0") + ";\n"
+  return "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) +
+         ", K = " + c_expr(spec.K) + ";\n" + scalar_shared(spec) + batch_open + bases +
+         "  const long long c_base = " + (batched ? "bz * M * N" : "0") +
+         ";\n"
          "  const long long m0 = (long long)blockIdx.x * 64, n0 = (long long)blockIdx.y * 64;\n"
-         "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" + decl + k_loops + stores +
-         (batched ? "  }\n" : "");
+         "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n" +
+         decl + k_loops + stores + (batched ? "  }\n" : "");
 }
 
 void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
@@ -426,9 +440,9 @@ std::string indented(const std::string& code) {
 std::string branch_by_problem(const std::vector<std::string>& code) {
   std::string s;
   for (size_t p = 0; p < code.size(); ++p) {
-    s += p == 0 ? "  if (problem == 0) {\n"
-                : p + 1 < code.size() ? "  } else if (problem == " + std::to_string(p) + ") {\n"
-                                      : "  } else {\n";
+    s += p == 0                ? "  if (problem == 0) {\n"
+         : p + 1 < code.size() ? "  } else if (problem == " + std::to_string(p) + ") {\n"
+                               : "  } else {\n";
     s += indented(code[p]);
   }
   return s + "  }\n";
@@ -478,8 +492,7 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
 
 // A grouped kernel on the scalar tile: one K loop over the block's problem's operands (the
 // problems share strides and dtypes), then that problem's epilogue and stores.
-std::string grouped_scalar_source(LoweringContext& ctx,
-                                  const std::vector<GemmKernelSpec>& problems,
+std::string grouped_scalar_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
                                   KernelParams& params, const std::string& name) {
   const GemmKernelSpec& first = problems[0];
   std::vector<std::string> a, a_base, stores;

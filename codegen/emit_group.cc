@@ -11,8 +11,8 @@
 #include "codegen/pointwise.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/wgrad.h"
-#include "ir/strided_view.h"
 #include "ir/fusion.h"
+#include "ir/strided_view.h"
 
 namespace dg {
 
@@ -42,8 +42,13 @@ class ElementBody {
  public:
   ElementBody(LoweringContext& ctx, KernelParams& params, const std::set<int>& members,
               std::vector<SymExpr> shape, std::string same_shape_offset, std::string index_setup)
-      : ctx_(ctx), g_(ctx.graph()), params_(params), members_(members), shape_(std::move(shape)),
-        same_offset_(std::move(same_shape_offset)), index_setup_(std::move(index_setup)) {}
+      : ctx_(ctx),
+        g_(ctx.graph()),
+        params_(params),
+        members_(members),
+        shape_(std::move(shape)),
+        same_offset_(std::move(same_shape_offset)),
+        index_setup_(std::move(index_setup)) {}
 
   // Binds `v` to an expression already in the value's compute type (an accumulator).
   void bind(ValueId v, const std::string& expr) { define(v, round_to_storage(v, expr)); }
@@ -63,9 +68,7 @@ class ElementBody {
     define(node.output, round_to_storage(node.output, expr));
   }
 
-  std::string code() const {
-    return (needs_index_ ? index_setup_ : std::string()) + body_;
-  }
+  std::string code() const { return (needs_index_ ? index_setup_ : std::string()) + body_; }
   // Index variables the broadcast loads use: <var>0, <var>1, ... over the body's shape.
   void set_index_var(const std::string& var) { index_var_ = var; }
 
@@ -97,7 +100,8 @@ class ElementBody {
     vars_[v] = var;
     if (escapes(g_, members_, v)) {
       std::string out = params_.add(ctx_.buffer_of(v), t, true);
-      body_ += "    " + out + "[" + same_offset_ + "] = dg_convert<" + ctype(t) + ">(" + var + ");\n";
+      body_ +=
+          "    " + out + "[" + same_offset_ + "] = dg_convert<" + ctype(t) + ">(" + var + ");\n";
     }
   }
 
@@ -117,9 +121,9 @@ class ElementBody {
     std::string w_index = node.op == OpKind::kLinear ? "(long long)col * " + k + " + j"
                                                      : "j * " + c_expr(w.shape[1]) + " + col";
     std::string var = "r" + std::to_string(node.output);
-    body_ += "    " + ct + " " + var + " = 0;\n    DG_NO_UNROLL for (int j = 0; j < " + k + "; ++j) " + var +
-             " += dg_convert<" + ct + ">(" + pt + "[row * " + k + " + j]) * dg_convert<" + ct +
-             ">(" + pw + "[" + w_index + "]);\n";
+    body_ += "    " + ct + " " + var + " = 0;\n    DG_NO_UNROLL for (int j = 0; j < " + k +
+             "; ++j) " + var + " += dg_convert<" + ct + ">(" + pt + "[row * " + k +
+             " + j]) * dg_convert<" + ct + ">(" + pw + "[" + w_index + "]);\n";
     if (node.inputs.size() == 3)
       body_ += "    " + var + " += dg_convert<" + ct + ">(" +
                params_.add(ctx_.buffer_of(node.inputs[2]), g_.tensor(node.inputs[2]).dtype, false) +
@@ -245,11 +249,11 @@ GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& ord
   spec.what = members.size() > anchors.size() ? "fused_" + what : what;
   spec.nodes = order;
   spec.summary = "";
-  for (int i : order) spec.summary += (spec.summary.empty() ? "" : " ") +
-                                      std::string(op_name(g.nodes[i].op)) + "%" +
-                                      std::to_string(g.nodes[i].output);
-  spec.summary += " M=" + spec.M.to_string() + " N=" + spec.N.to_string() +
-                  " K=" + spec.K.to_string();
+  for (int i : order)
+    spec.summary += (spec.summary.empty() ? "" : " ") + std::string(op_name(g.nodes[i].op)) + "%" +
+                    std::to_string(g.nodes[i].output);
+  spec.summary +=
+      " M=" + spec.M.to_string() + " N=" + spec.N.to_string() + " K=" + spec.K.to_string();
 
   std::string index = unravel(lead, "row", "i");
   index += "    const long long i" + std::to_string(lead.size()) + " = col;\n";
@@ -306,11 +310,10 @@ void emit_pointwise_group(LoweringContext& ctx, const std::vector<int>& order,
   std::string summary;
   for (int i : order) {
     const Node& n = g.nodes[i];
-    if (g.tensor(n.output).shape != shape)
-      throw std::logic_error("a pointwise group mixes shapes");
+    if (g.tensor(n.output).shape != shape) throw std::logic_error("a pointwise group mixes shapes");
     body.add_node(n);
-    summary += (summary.empty() ? "" : " ") + std::string(op_name(n.op)) + "%" +
-               std::to_string(n.output);
+    summary +=
+        (summary.empty() ? "" : " ") + std::string(op_name(n.op)) + "%" + std::to_string(n.output);
   }
   SymExpr n = TensorType{DType::kF32, shape}.numel();
   KernelLaunch launch;
@@ -321,12 +324,13 @@ void emit_pointwise_group(LoweringContext& ctx, const std::vector<int>& order,
   std::string code = body.code();
   launch.buffers = params.buffers();
   launch.nodes = order;
-  std::string src = "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-                    params.declaration() + ctx.symbol_params() + ") {\n" +
-                    "  const long long n = " + c_expr(n) + ";\n" +
-                    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-                    "       i += (long long)gridDim.x * blockDim.x) {\n" +
-                    code + "  }\n}\n";
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
+      params.declaration() + ctx.symbol_params() + ") {\n" + "  const long long n = " + c_expr(n) +
+      ";\n" +
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      code + "  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -375,15 +379,18 @@ void emit_reduce_group(LoweringContext& ctx, const std::vector<int>& order,
   std::string summary;
   for (int i : order) {
     const Node& n = g.nodes[i];
-    summary += (summary.empty() ? "" : " ") + std::string(op_name(n.op)) + "%" +
-               std::to_string(n.output);
+    summary +=
+        (summary.empty() ? "" : " ") + std::string(op_name(n.op)) + "%" + std::to_string(n.output);
     if (i == reduce) {
       epilogue.bind(node.output, finish);  // the epilogue code runs after the loop
       continue;
     }
-    if (i < reduce && g.tensor(n.output).shape == in.shape) prologue.add_node(n);
-    else if (i > reduce && g.tensor(n.output).shape == out.shape) epilogue.add_node(n);
-    else throw std::logic_error("a reduction group member is over neither shape");
+    if (i < reduce && g.tensor(n.output).shape == in.shape)
+      prologue.add_node(n);
+    else if (i > reduce && g.tensor(n.output).shape == out.shape)
+      epilogue.add_node(n);
+    else
+      throw std::logic_error("a reduction group member is over neither shape");
   }
   std::string x = prologue.value(node.inputs[0], acc);  // after the members: a variable or a load
   std::string pro = prologue.code();
@@ -402,10 +409,9 @@ void emit_reduce_group(LoweringContext& ctx, const std::vector<int>& order,
       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
       "       i += (long long)gridDim.x * blockDim.x) {\n" +
       unravel(kept_shape) + "    const long long base = " + offset_expr(kept_strides) + ";\n" +
-      "    " + acc + " a = " + init + ";\n" +
-      "    for (long long r = 0; r < nr; ++r) {\n" + unravel(red_shape, "r", "j") + pro +
-      "      const " + acc + " x = dg_convert<" + acc + ">(" + x + ");\n" +
-      "      " + step + "\n    }\n" + epi + "  }\n}\n";
+      "    " + acc + " a = " + init + ";\n" + "    for (long long r = 0; r < nr; ++r) {\n" +
+      unravel(red_shape, "r", "j") + pro + "      const " + acc + " x = dg_convert<" + acc + ">(" +
+      x + ");\n" + "      " + step + "\n    }\n" + epi + "  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 

@@ -19,7 +19,8 @@ namespace {
 
 // Loads the wrapped index (operand p1 at `at`) for a dim of `extent` into `ix`; a bad one runs
 // `on_bad` and skips the element.
-std::string index_prologue(const std::string& at, const SymExpr& extent, const std::string& on_bad) {
+std::string index_prologue(const std::string& at, const SymExpr& extent,
+                           const std::string& on_bad) {
   return "    const long long ix = dg_wrap_index((long long)p1[" + at + "], " + c_expr(extent) +
          ");\n    if (ix < 0) { " + on_bad + " continue; }\n";
 }
@@ -32,7 +33,8 @@ std::string indexed_offset(const std::vector<SymExpr>& strides, int64_t d) {
 }
 
 std::string poison(DType t) {
-  return dtype_is_float(t) ? "dg_convert<" + ctype(t) + ">(dg_nan())" : "dg_convert<" + ctype(t) + ">(0)";
+  return dtype_is_float(t) ? "dg_convert<" + ctype(t) + ">(dg_nan())"
+                           : "dg_convert<" + ctype(t) + ">(0)";
 }
 
 struct IndexNode {
@@ -61,8 +63,8 @@ void emit_scatter_poison(LoweringContext& ctx, const Node& node, const IndexNode
   k.out_offset = offset_expr(s);
   k.operands.push_back({ctx.buffer_of(node.inputs[0]), n.x.dtype, ""});
   k.operands.push_back({ctx.buffer_of(node.inputs[1]), n.idx.dtype, ""});
-  k.prologue = "    if (dg_wrap_index((long long)p1[" + n.index_at() + "], " + c_expr(n.x.shape[n.d]) +
-               ") >= 0) continue;\n";
+  k.prologue = "    if (dg_wrap_index((long long)p1[" + n.index_at() + "], " +
+               c_expr(n.x.shape[n.d]) + ") >= 0) continue;\n";
   k.compute_type = "float";
   k.value = "dg_nan()";
   emit_pointwise(ctx, k);
@@ -76,10 +78,11 @@ void emit_read(LoweringContext& ctx, const Node& node, const IndexNode& n) {
   k.out_dtype = n.out.dtype;
   k.shape = n.out.shape;
   k.compute_type = ctype(n.out.dtype);
-  k.operands.push_back({ctx.buffer_of(node.inputs[0]), n.x.dtype,
-                        indexed_offset(n.x.contiguous_strides(), n.d)});
+  k.operands.push_back(
+      {ctx.buffer_of(node.inputs[0]), n.x.dtype, indexed_offset(n.x.contiguous_strides(), n.d)});
   k.operands.push_back({ctx.buffer_of(node.inputs[1]), n.idx.dtype, ""});
-  k.prologue = index_prologue(n.index_at(), n.x.shape[n.d], "out[i] = " + poison(n.out.dtype) + ";");
+  k.prologue =
+      index_prologue(n.index_at(), n.x.shape[n.d], "out[i] = " + poison(n.out.dtype) + ";");
   k.value = "v0";
   emit_pointwise(ctx, k);
 }
@@ -110,7 +113,8 @@ void emit_index_add(LoweringContext& ctx, const Node& node, const IndexNode& n) 
   emit_pointwise(ctx, scatter);
   emit_scatter_poison(ctx, node, n, src.shape, acc);
   if (!(acc == ctx.buffer_of(node.output)))
-    emit_copy(ctx, TensorType{DType::kF32, n.out.shape}, acc, n.out.dtype, ctx.buffer_of(node.output));
+    emit_copy(ctx, TensorType{DType::kF32, n.out.shape}, acc, n.out.dtype,
+              ctx.buffer_of(node.output));
 }
 
 // index_copy / scatter: copy x, then store src at the indexed positions. With repeated indices
@@ -142,14 +146,20 @@ void emit_index_node(LoweringContext& ctx, const Node& node) {
   const TensorType& x = g.tensor(node.inputs[0]);
   int64_t d = *node.attrs.get_int("dim");
   if (d < 0) d += x.rank();
-  IndexNode n{x, g.tensor(node.inputs[1]), g.tensor(node.output), d,
+  IndexNode n{x,
+              g.tensor(node.inputs[1]),
+              g.tensor(node.output),
+              d,
               "%" + std::to_string(node.output),
               node.op == OpKind::kGather || node.op == OpKind::kScatter};
   switch (node.op) {
     case OpKind::kIndexSelect:
-    case OpKind::kGather: return emit_read(ctx, node, n);
-    case OpKind::kIndexAdd: return emit_index_add(ctx, node, n);
-    default: return emit_store(ctx, node, n);  // kIndexCopy, kScatter
+    case OpKind::kGather:
+      return emit_read(ctx, node, n);
+    case OpKind::kIndexAdd:
+      return emit_index_add(ctx, node, n);
+    default:
+      return emit_store(ctx, node, n);  // kIndexCopy, kScatter
   }
 }
 

@@ -79,7 +79,8 @@ void emit_layout_node(LoweringContext& ctx, const Node& node) {
       }
       return;
     }
-    default: break;
+    default:
+      break;
   }
 }
 

@@ -30,14 +30,15 @@ void emit_pointwise(LoweringContext& ctx, const PointwiseKernel& k) {
                k.compute_type + ">(" + p + "[" + op.offset + "]);\n";
   }
   std::string store =
-      k.atomic_add ? "    dg_atomic_accumulate(&out[" + k.out_offset + "], " + k.value + ");\n"
-                   : "    out[" + k.out_offset + "] = dg_convert<" + out_t + ">(" + k.value + ");\n";
-  std::string src = "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-                    params + ctx.symbol_params() + ") {\n" +
-                    "  const long long n = " + c_expr(n) + ";\n" +
-                    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-                    "       i += (long long)gridDim.x * blockDim.x) {\n" +
-                    unravel(k.shape) + k.prologue + loads + store + "  }\n}\n";
+      k.atomic_add
+          ? "    dg_atomic_accumulate(&out[" + k.out_offset + "], " + k.value + ");\n"
+          : "    out[" + k.out_offset + "] = dg_convert<" + out_t + ">(" + k.value + ");\n";
+  std::string src =
+      "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" + params +
+      ctx.symbol_params() + ") {\n" + "  const long long n = " + c_expr(n) + ";\n" +
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {\n" +
+      unravel(k.shape) + k.prologue + loads + store + "  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -54,8 +55,8 @@ bool constant_literal(const Graph& g, ValueId v, const std::string& compute_type
   const Node& p = g.nodes[val.producer];
   if (p.op != OpKind::kConstant) return false;
   std::string storage = ctype(val.type.dtype);
-  std::string lit = literal(p.attrs.get_float("value").value_or(0.0),
-                            compute_ctype(val.type.dtype));
+  std::string lit =
+      literal(p.attrs.get_float("value").value_or(0.0), compute_ctype(val.type.dtype));
   *literal_out = "dg_convert<" + compute_type + ">(dg_convert<" + storage + ">(" + lit + "))";
   return true;
 }

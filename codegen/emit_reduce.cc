@@ -24,10 +24,9 @@ std::string item_loop_kernel(LoweringContext& ctx, const Node& node, KernelLaunc
   launch.grid = grid_for(items);
   launch.block = {256, 1, 1};
   launch.buffers = {ctx.buffer_of(node.output), ctx.buffer_of(node.inputs[0])};
-  return "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" +
-         ctype(out) + "* __restrict__ out, const " + ctype(in) + "* __restrict__ p0" +
-         ctx.symbol_params() + ") {\n" + "  const long long n = " + c_expr(items) + constants +
-         ";\n" +
+  return "extern \"C\" __global__ void __launch_bounds__(256) " + launch.name + "(" + ctype(out) +
+         "* __restrict__ out, const " + ctype(in) + "* __restrict__ p0" + ctx.symbol_params() +
+         ") {\n" + "  const long long n = " + c_expr(items) + constants + ";\n" +
          "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
          "       i += (long long)gridDim.x * blockDim.x) {\n";
 }
@@ -51,14 +50,13 @@ void emit_cumsum(LoweringContext& ctx, const Node& node) {
   launch.name = ctx.kernel_name("cumsum");
   launch.summary = "%" + std::to_string(node.output) + " = cumsum over " + extent.to_string() +
                    " elements, " + lines.to_string() + " lines";
-  std::string src =
-      item_loop_kernel(ctx, node, launch, lines,
-                       ", len = " + c_expr(extent) + ", step = " + c_expr(stride)) +
-      unravel(shape) + "    const long long base = " + offset_expr(strides) + ";\n" +
-      "    " + acc + " a = (" + acc + ")0;\n" +
-      "    for (long long r = 0; r < len; ++r) {\n" +
-      "      a += dg_convert<" + acc + ">(p0[base + r * step]);\n" +
-      "      out[base + r * step] = dg_convert<" + ctype(out.dtype) + ">(a);\n    }\n  }\n}\n";
+  std::string src = item_loop_kernel(ctx, node, launch, lines,
+                                     ", len = " + c_expr(extent) + ", step = " + c_expr(stride)) +
+                    unravel(shape) + "    const long long base = " + offset_expr(strides) + ";\n" +
+                    "    " + acc + " a = (" + acc + ")0;\n" +
+                    "    for (long long r = 0; r < len; ++r) {\n" + "      a += dg_convert<" + acc +
+                    ">(p0[base + r * step]);\n" + "      out[base + r * step] = dg_convert<" +
+                    ctype(out.dtype) + ">(a);\n    }\n  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -70,7 +68,8 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   const TensorType& in = g.tensor(node.inputs[0]);
   const TensorType& out = g.tensor(node.output);
   std::vector<bool> reduced(in.shape.size(), false);
-  const std::vector<int64_t> dims = *node.attrs.get_ints("dims");  // a copy: get_ints returns a temporary
+  const std::vector<int64_t> dims =
+      *node.attrs.get_ints("dims");  // a copy: get_ints returns a temporary
   for (int64_t d : dims) reduced[d < 0 ? d + in.rank() : d] = true;
 
   std::vector<SymExpr> in_strides = in.contiguous_strides();
@@ -87,8 +86,8 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   switch (node.op) {
     case OpKind::kAmax:
       // PyTorch rejects a max over nothing; so does every call with such an extent.
-      ctx.require_positive(n_red, "amax over an empty dimension (%" +
-                                      std::to_string(node.output) + ") has no identity");
+      ctx.require_positive(n_red, "amax over an empty dimension (%" + std::to_string(node.output) +
+                                      ") has no identity");
       init = "dg_lowest<" + acc + ">()";
       step = "a = dg_maximum(a, x);";
       break;
@@ -110,14 +109,13 @@ void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   launch.name = ctx.kernel_name(std::string(op_name(node.op)));
   launch.summary = "%" + std::to_string(node.output) + " = " + std::string(op_name(node.op)) +
                    " of " + n_red.to_string() + " elements into " + n_out.to_string();
-  std::string src =
-      item_loop_kernel(ctx, node, launch, n_out, ", nr = " + c_expr(n_red)) +
-      unravel(kept_shape) + "    const long long base = " + offset_expr(kept_strides) + ";\n" +
-      "    " + acc + " a = " + init + ";\n" +
-      "    for (long long r = 0; r < nr; ++r) {\n" + red_unravel +
-      "      const " + acc + " x = dg_convert<" + acc + ">(p0[base + " + red_offset + "]);\n" +
-      "      " + step + "\n    }\n" +
-      "    out[i] = dg_convert<" + ctype(out.dtype) + ">(" + finish + ");\n  }\n}\n";
+  std::string src = item_loop_kernel(ctx, node, launch, n_out, ", nr = " + c_expr(n_red)) +
+                    unravel(kept_shape) +
+                    "    const long long base = " + offset_expr(kept_strides) + ";\n" + "    " +
+                    acc + " a = " + init + ";\n" + "    for (long long r = 0; r < nr; ++r) {\n" +
+                    red_unravel + "      const " + acc + " x = dg_convert<" + acc + ">(p0[base + " +
+                    red_offset + "]);\n" + "      " + step + "\n    }\n" +
+                    "    out[i] = dg_convert<" + ctype(out.dtype) + ">(" + finish + ");\n  }\n}\n";
   ctx.add_kernel(std::move(launch), src);
 }
 

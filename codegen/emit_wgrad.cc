@@ -86,28 +86,43 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
   std::string b = element(ctx, params, members, pr.node->inputs[1], "k", "q");
   std::string tq_threads = std::to_string(pr.TQ / 4), tp_threads = std::to_string(pr.TP / 4);
   return "    const int t = tile - " + std::to_string(tile_base) + ";\n" +
-         "    const long long p0 = (long long)(t / " + std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) +
-         ") * " + TP + ", q0 = (long long)(t % " +
-         std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) + ") * " + TQ + ";\n" +
-         "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " + tq_threads +
+         "    const long long p0 = (long long)(t / " +
+         std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) + ") * " + TP +
+         ", q0 = (long long)(t % " + std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) + ") * " +
+         TQ + ";\n" + "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " +
+         tq_threads +
          ";\n"
          "    float acc[4][4];\n"
          "    for (int i = 0; i < 4; ++i)\n"
          "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n"
          "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n"
-         "      for (int e = threadIdx.x; e < 16 * " + TP + "; e += 256) {\n"
-         "        const long long k = k0 + e / " + TP + ", p = p0 + e % " + TP + ";\n"
-         "        As[e / " + TP + "][e % " + TP + "] = (k < k_end && p < " + P + ") ? " + a +
+         "      for (int e = threadIdx.x; e < 16 * " +
+         TP +
+         "; e += 256) {\n"
+         "        const long long k = k0 + e / " +
+         TP + ", p = p0 + e % " + TP +
+         ";\n"
+         "        As[e / " +
+         TP + "][e % " + TP + "] = (k < k_end && p < " + P + ") ? " + a +
          " : 0.0f;\n      }\n"
-         "      for (int e = threadIdx.x; e < 16 * " + TQ + "; e += 256) {\n"
-         "        const long long k = k0 + e / " + TQ + ", q = q0 + e % " + TQ + ";\n"
-         "        Bs[e / " + TQ + "][e % " + TQ + "] = (k < k_end && q < " + Q + ") ? " + b +
+         "      for (int e = threadIdx.x; e < 16 * " +
+         TQ +
+         "; e += 256) {\n"
+         "        const long long k = k0 + e / " +
+         TQ + ", q = q0 + e % " + TQ +
+         ";\n"
+         "        Bs[e / " +
+         TQ + "][e % " + TQ + "] = (k < k_end && q < " + Q + ") ? " + b +
          " : 0.0f;\n      }\n"
          "      __syncthreads();\n"
          "      for (int kk = 0; kk < 16; ++kk) {\n"
          "        float av[4], bv[4];\n"
-         "        for (int i = 0; i < 4; ++i) av[i] = As[kk][tp + " + tp_threads + " * i];\n"
-         "        for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tq + " + tq_threads + " * j];\n"
+         "        for (int i = 0; i < 4; ++i) av[i] = As[kk][tp + " +
+         tp_threads +
+         " * i];\n"
+         "        for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tq + " +
+         tq_threads +
+         " * j];\n"
          "        for (int i = 0; i < 4; ++i)\n"
          "          for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];\n"
          "      }\n"
@@ -115,10 +130,14 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
          "    }\n"
          "    for (int i = 0; i < 4; ++i)\n"
          "      for (int j = 0; j < 4; ++j) {\n"
-         "        const long long p = p0 + tp + " + tp_threads + " * i, q = q0 + tq + " +
-         tq_threads + " * j;\n"
-         "        if (p < " + P + " && q < " + Q + ")\n"
-         "          part[chunk * " + total + " + " + std::to_string(pr.offset) + " + p * " + Q +
+         "        const long long p = p0 + tp + " +
+         tp_threads + " * i, q = q0 + tq + " + tq_threads +
+         " * j;\n"
+         "        if (p < " +
+         P + " && q < " + Q +
+         ")\n"
+         "          part[chunk * " +
+         total + " + " + std::to_string(pr.offset) + " + p * " + Q +
          " + q] = acc[i][j];\n"
          "      }\n";
 }
@@ -141,8 +160,10 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
     if (problems.empty()) K = k;
     if (k != K) throw std::logic_error("a weight-gradient group mixes token counts");
     Problem pr{&n, *out.shape[0].as_const(), *out.shape[1].as_const(), 64, 64, 0, total};
-    if (pr.Q <= 16) pr.TP = 256, pr.TQ = 16;
-    else if (pr.P <= 16) pr.TP = 16, pr.TQ = 256;
+    if (pr.Q <= 16)
+      pr.TP = 256, pr.TQ = 16;
+    else if (pr.P <= 16)
+      pr.TP = 16, pr.TQ = 256;
     pr.tiles = ((pr.P + pr.TP - 1) / pr.TP) * ((pr.Q + pr.TQ - 1) / pr.TQ);
     total += pr.P * pr.Q;
     tiles += pr.tiles;
@@ -150,9 +171,9 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   }
   SymExpr chunks = ceildiv(K, SymExpr(chunk_tokens));
   std::string total_s = std::to_string(total);
-  BufferRef part = ctx.workspace(chunks * SymExpr(total * 4),
-                                 "weight-gradient partials, f32[" + chunks.to_string() + ", " +
-                                     total_s + "]");
+  BufferRef part =
+      ctx.workspace(chunks * SymExpr(total * 4),
+                    "weight-gradient partials, f32[" + chunks.to_string() + ", " + total_s + "]");
   std::string outputs;
   for (const Problem& pr : problems) outputs += " %" + std::to_string(pr.node->output);
 
@@ -178,11 +199,12 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   k1.nodes = members;  // the cost model counts the products here (Note [Kernel cost model])
   std::string src1 =
       "extern \"C\" __global__ void __launch_bounds__(256) " + k1.name + "(" +
-      params.declaration() + ctx.symbol_params() + ") {\n" +
-      "  const long long K = " + c_expr(K) + ";\n"
-      "  const long long chunk = blockIdx.y, k_begin = chunk * " + std::to_string(chunk_tokens) +
-      ";\n  const long long k_end = k_begin + " + std::to_string(chunk_tokens) +
-      " < K ? k_begin + " + std::to_string(chunk_tokens) + " : K;\n"
+      params.declaration() + ctx.symbol_params() + ") {\n" + "  const long long K = " + c_expr(K) +
+      ";\n"
+      "  const long long chunk = blockIdx.y, k_begin = chunk * " +
+      std::to_string(chunk_tokens) + ";\n  const long long k_end = k_begin + " +
+      std::to_string(chunk_tokens) + " < K ? k_begin + " + std::to_string(chunk_tokens) +
+      " : K;\n"
       "  const int tile = blockIdx.x;\n"
       "  float* __restrict__ part = o0;\n"
       "  __shared__ float As[16][256 + 4];\n"
@@ -199,8 +221,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
     DType t = g.tensor(pr.node->output).dtype;
     std::string o = rparams.add(ctx.buffer_of(pr.node->output), t, true);
     std::string end = std::to_string(pr.offset + pr.P * pr.Q);
-    stores += std::string(i == 0 ? "    if" : "    else if") + " (e < " + end + ") " + o +
-              "[e - " + std::to_string(pr.offset) + "] = dg_convert<" + ctype(t) + ">(a);\n";
+    stores += std::string(i == 0 ? "    if" : "    else if") + " (e < " + end + ") " + o + "[e - " +
+              std::to_string(pr.offset) + "] = dg_convert<" + ctype(t) + ">(a);\n";
   }
   KernelLaunch k2;
   k2.name = ctx.kernel_name("wgrad_reduce");
@@ -213,15 +235,16 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   // adds (one per partial) are left out of the FLOP count.
   for (int m : members)
     if (g.nodes[m].op == OpKind::kPermute) k2.nodes.push_back(m);
-  std::string src2 =
-      "extern \"C\" __global__ void __launch_bounds__(256) " + k2.name + "(" +
-      rparams.declaration() + ctx.symbol_params() + ") {\n" +
-      "  const long long chunks = " + c_expr(chunks) + ";\n"
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < " + total_s +
-      ";\n       e += (long long)gridDim.x * blockDim.x) {\n"
-      "    float a = 0.0f;\n"
-      "    for (long long c = 0; c < chunks; ++c) a += p0[c * " + total_s + " + e];\n" +
-      stores + "  }\n}\n";
+  std::string src2 = "extern \"C\" __global__ void __launch_bounds__(256) " + k2.name + "(" +
+                     rparams.declaration() + ctx.symbol_params() + ") {\n" +
+                     "  const long long chunks = " + c_expr(chunks) +
+                     ";\n"
+                     "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < " +
+                     total_s +
+                     ";\n       e += (long long)gridDim.x * blockDim.x) {\n"
+                     "    float a = 0.0f;\n"
+                     "    for (long long c = 0; c < chunks; ++c) a += p0[c * " +
+                     total_s + " + e];\n" + stores + "  }\n}\n";
   // The reduction computes no node of the graph: its cost is the bytes it moves.
   ctx.set_current_nodes({});
   ctx.add_kernel(std::move(k2), src2);

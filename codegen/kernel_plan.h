@@ -23,7 +23,7 @@ struct KernelLaunch {
   std::vector<BufferRef> buffers;  // pointer parameters, in order; the graph's symbols follow
   std::array<SymExpr, 3> grid;     // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
-  int shared_bytes = 0;            // dynamic shared memory
+  int shared_bytes = 0;  // dynamic shared memory
   // The graph nodes (indices into Graph::nodes) this kernel computes, in order; empty for a
   // plain copy. With `buffers`, this is all the cost model needs (Note [Kernel cost model]).
   std::vector<int> nodes;

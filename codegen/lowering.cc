@@ -42,9 +42,12 @@ void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source)
       g_,
       [&](BufferRef b) -> SymExpr {
         switch (b.kind) {
-          case BufferRef::kInput: return tensor_bytes(g_.inputs.at(b.index));
-          case BufferRef::kOutput: return tensor_bytes(g_.outputs.at(b.index));
-          case BufferRef::kWorkspace: return plan_.workspace.at(b.index).bytes;
+          case BufferRef::kInput:
+            return tensor_bytes(g_.inputs.at(b.index));
+          case BufferRef::kOutput:
+            return tensor_bytes(g_.outputs.at(b.index));
+          case BufferRef::kWorkspace:
+            return plan_.workspace.at(b.index).bytes;
         }
         return SymExpr(0);
       },
@@ -67,11 +70,15 @@ std::string ctype(DType t) { return std::string(dtype_c_type(t)); }
 
 std::string compute_ctype(DType t) {
   switch (t) {
-    case DType::kF64: return "double";
+    case DType::kF64:
+      return "double";
     case DType::kI64:
-    case DType::kI32: return "long long";
-    case DType::kBool: return "bool";
-    default: return "float";
+    case DType::kI32:
+      return "long long";
+    case DType::kBool:
+      return "bool";
+    default:
+      return "float";
   }
 }
 

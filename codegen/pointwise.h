@@ -23,8 +23,8 @@ struct PointwiseKernel {
   std::string out_offset = "i";
   std::vector<PointwiseOperand> operands;  // loaded into v0, v1, ... in compute_type
   std::string compute_type = "float";
-  std::string prologue;  // statements before the loads (may `continue`)
-  std::string value;     // expression over v0, v1, ...
+  std::string prologue;     // statements before the loads (may `continue`)
+  std::string value;        // expression over v0, v1, ...
   bool atomic_add = false;  // accumulate into out instead of storing
 };
 

@@ -33,7 +33,9 @@ static std::optional<T> get_as(const Attrs& a, const std::string& name) {
   return std::get<T>(*v);
 }
 
-std::optional<int64_t> Attrs::get_int(const std::string& n) const { return get_as<int64_t>(*this, n); }
+std::optional<int64_t> Attrs::get_int(const std::string& n) const {
+  return get_as<int64_t>(*this, n);
+}
 std::optional<double> Attrs::get_float(const std::string& n) const {
   if (auto i = get_int(n)) return static_cast<double>(*i);
   return get_as<double>(*this, n);
@@ -45,7 +47,9 @@ std::optional<std::vector<SymExpr>> Attrs::get_syms(const std::string& n) const 
   if (auto ints = get_ints(n)) return std::vector<SymExpr>(ints->begin(), ints->end());
   return get_as<std::vector<SymExpr>>(*this, n);
 }
-std::optional<DType> Attrs::get_dtype(const std::string& n) const { return get_as<DType>(*this, n); }
+std::optional<DType> Attrs::get_dtype(const std::string& n) const {
+  return get_as<DType>(*this, n);
+}
 
 bool Attrs::operator==(const Attrs& other) const { return entries_ == other.entries_; }
 

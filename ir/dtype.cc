@@ -5,7 +5,8 @@ namespace dg {
 std::string_view dtype_name(DType t) {
   switch (t) {
 #define DG_DTYPE_NAME(name, value, text, bytes, is_float) \
-  case DType::name: return text;
+  case DType::name:                                       \
+    return text;
     DG_DTYPES(DG_DTYPE_NAME)
 #undef DG_DTYPE_NAME
   }
@@ -31,7 +32,8 @@ std::optional<DType> dtype_from_code(uint32_t code) {
 int dtype_size(DType t) {
   switch (t) {
 #define DG_DTYPE_SIZE(name, value, text, bytes, is_float) \
-  case DType::name: return bytes;
+  case DType::name:                                       \
+    return bytes;
     DG_DTYPES(DG_DTYPE_SIZE)
 #undef DG_DTYPE_SIZE
   }
@@ -41,7 +43,8 @@ int dtype_size(DType t) {
 bool dtype_is_float(DType t) {
   switch (t) {
 #define DG_DTYPE_FLOAT(name, value, text, bytes, is_float) \
-  case DType::name: return is_float;
+  case DType::name:                                        \
+    return is_float;
     DG_DTYPES(DG_DTYPE_FLOAT)
 #undef DG_DTYPE_FLOAT
   }
@@ -50,13 +53,20 @@ bool dtype_is_float(DType t) {
 
 std::string_view dtype_c_type(DType t) {
   switch (t) {
-    case DType::kBF16: return "dg_bf16";
-    case DType::kF16: return "dg_f16";
-    case DType::kF32: return "float";
-    case DType::kF64: return "double";
-    case DType::kI64: return "long long";
-    case DType::kI32: return "int";
-    case DType::kBool: return "bool";
+    case DType::kBF16:
+      return "dg_bf16";
+    case DType::kF16:
+      return "dg_f16";
+    case DType::kF32:
+      return "float";
+    case DType::kF64:
+      return "double";
+    case DType::kI64:
+      return "long long";
+    case DType::kI32:
+      return "int";
+    case DType::kBool:
+      return "bool";
   }
   return "void";
 }

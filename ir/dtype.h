@@ -6,13 +6,13 @@
 
 namespace dg {
 
-#define DG_DTYPES(X)            \
-  X(kBF16, 1, "bf16", 2, true)  \
-  X(kF16, 2, "f16", 2, true)    \
-  X(kF32, 3, "f32", 4, true)    \
-  X(kF64, 4, "f64", 8, true)    \
-  X(kI64, 5, "i64", 8, false)   \
-  X(kI32, 6, "i32", 4, false)   \
+#define DG_DTYPES(X)           \
+  X(kBF16, 1, "bf16", 2, true) \
+  X(kF16, 2, "f16", 2, true)   \
+  X(kF32, 3, "f32", 4, true)   \
+  X(kF64, 4, "f64", 8, true)   \
+  X(kI64, 5, "i64", 8, false)  \
+  X(kI32, 6, "i32", 4, false)  \
   X(kBool, 7, "bool", 1, false)
 
 enum class DType : uint8_t {

@@ -1,7 +1,6 @@
 #include "ir/fb_writer.h"
 
 #include <cmath>
-
 #include <map>
 #include <stdexcept>
 #include <string>

@@ -13,9 +13,12 @@ int category_rank(DType t) {
 
 int float_rank(DType t) {
   switch (t) {
-    case DType::kF64: return 3;
-    case DType::kF32: return 2;
-    default: return 1;  // bf16, f16
+    case DType::kF64:
+      return 3;
+    case DType::kF32:
+      return 2;
+    default:
+      return 1;  // bf16, f16
   }
 }
 
@@ -34,7 +37,8 @@ InferResult infer_elementwise(const Graph& g, OpKind kind, const std::vector<Val
   std::vector<SymExpr> shape = g.tensor(in[0]).shape;
   size_t first_data = info.category == OpCategory::kWhere ? 1 : 0;
   if (info.category == OpCategory::kWhere && g.tensor(in[0]).dtype != DType::kBool)
-    return fail(kind, "condition must be bool, got " + std::string(dtype_name(g.tensor(in[0]).dtype)));
+    return fail(kind,
+                "condition must be bool, got " + std::string(dtype_name(g.tensor(in[0]).dtype)));
   for (size_t i = 1; i < in.size(); ++i)
     if (!broadcast_shapes(shape, g.tensor(in[i]).shape, &shape))
       return fail(kind, "shapes " + g.tensor(in[0]).to_string() + " and " +
@@ -95,7 +99,8 @@ InferResult infer_reduce(const Graph& g, OpKind kind, const std::vector<ValueId>
     auto dim = attrs.get_int("dim");
     if (!dim) return fail(kind, "missing attribute dim");
     if (norm_axis(*dim, std::max(x.rank(), 1)) < 0) return fail(kind, "dim out of range");
-    DType dtype = attrs.get_dtype("dtype").value_or(dtype_is_float(x.dtype) ? x.dtype : DType::kI64);
+    DType dtype =
+        attrs.get_dtype("dtype").value_or(dtype_is_float(x.dtype) ? x.dtype : DType::kI64);
     return {{dtype, x.shape}, ""};
   }
   auto dims = attrs.get_ints("dims");
@@ -110,8 +115,10 @@ InferResult infer_reduce(const Graph& g, OpKind kind, const std::vector<ValueId>
   }
   std::vector<SymExpr> shape;
   for (int i = 0; i < x.rank(); ++i) {
-    if (!reduced[i]) shape.push_back(x.shape[i]);
-    else if (keepdim) shape.push_back(SymExpr(1));
+    if (!reduced[i])
+      shape.push_back(x.shape[i]);
+    else if (keepdim)
+      shape.push_back(SymExpr(1));
   }
   DType dtype = attrs.get_dtype("dtype").value_or(x.dtype);
   if (kind == OpKind::kMean && !dtype_is_float(dtype)) return fail(kind, "needs a float dtype");
@@ -179,14 +186,17 @@ InferResult infer_layout(const Graph& g, OpKind kind, const std::vector<ValueId>
       std::vector<SymExpr> shape = x.shape;
       for (size_t i = 1; i < in.size(); ++i) {
         const TensorType& t = g.tensor(in[i]);
-        if (t.dtype != x.dtype || t.rank() != x.rank()) return fail(kind, "operands differ in type");
+        if (t.dtype != x.dtype || t.rank() != x.rank())
+          return fail(kind, "operands differ in type");
         for (int d = 0; d < x.rank(); ++d)
-          if (d != a && t.shape[d] != x.shape[d]) return fail(kind, "operands differ off the cat dim");
+          if (d != a && t.shape[d] != x.shape[d])
+            return fail(kind, "operands differ off the cat dim");
         shape[a] = shape[a] + t.shape[a];
       }
       return {{x.dtype, shape}, ""};
     }
-    default: return fail(kind, "not a layout op");
+    default:
+      return fail(kind, "not a layout op");
   }
 }
 
@@ -257,9 +267,12 @@ bool broadcast_shapes(const std::vector<SymExpr>& a, const std::vector<SymExpr>&
   for (size_t i = 0; i < n; ++i) {
     SymExpr da = i < n - a.size() ? SymExpr(1) : a[i - (n - a.size())];
     SymExpr db = i < n - b.size() ? SymExpr(1) : b[i - (n - b.size())];
-    if (da == db || db == SymExpr(1)) r[i] = da;
-    else if (da == SymExpr(1)) r[i] = db;
-    else return false;
+    if (da == db || db == SymExpr(1))
+      r[i] = da;
+    else if (da == SymExpr(1))
+      r[i] = db;
+    else
+      return false;
   }
   *out = std::move(r);
   return true;
@@ -308,11 +321,16 @@ InferResult infer_type(const Graph& g, OpKind kind, const std::vector<ValueId>& 
       case OpCategory::kUnary:
       case OpCategory::kBinary:
       case OpCategory::kCompare:
-      case OpCategory::kWhere: return infer_elementwise(g, kind, inputs);
-      case OpCategory::kMatmul: return infer_matmul(g, kind, inputs);
-      case OpCategory::kReduce: return infer_reduce(g, kind, inputs, attrs);
-      case OpCategory::kLayout: return infer_layout(g, kind, inputs, attrs);
-      case OpCategory::kIndex: return infer_index(g, kind, inputs, attrs);
+      case OpCategory::kWhere:
+        return infer_elementwise(g, kind, inputs);
+      case OpCategory::kMatmul:
+        return infer_matmul(g, kind, inputs);
+      case OpCategory::kReduce:
+        return infer_reduce(g, kind, inputs, attrs);
+      case OpCategory::kLayout:
+        return infer_layout(g, kind, inputs, attrs);
+      case OpCategory::kIndex:
+        return infer_index(g, kind, inputs, attrs);
     }
   } catch (const std::exception& e) {
     return fail(kind, e.what());

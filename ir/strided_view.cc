@@ -81,8 +81,7 @@ std::optional<StridedView> strided_view_of(const Graph& g, ValueId v) {
         std::vector<SymExpr> strides;
         const std::vector<int64_t> dims = n.attrs.get_ints("dims").value_or(std::vector<int64_t>{});
         if (dims.size() != view.shape.size()) return std::nullopt;
-        for (int64_t d : dims)
-          strides.push_back(view.strides[norm_axis(d, view.shape.size())]);
+        for (int64_t d : dims) strides.push_back(view.strides[norm_axis(d, view.shape.size())]);
         view.strides = strides;
         break;
       }
@@ -106,7 +105,8 @@ std::optional<StridedView> strided_view_of(const Graph& g, ValueId v) {
         view.strides = *strides;
         break;
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
     view.shape = out;
   }

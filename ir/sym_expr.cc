@@ -31,12 +31,13 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 int64_t floor_mod(int64_t a, int64_t b) {  // without a - q * b, whose product may overflow
-  if (b == -1) return 0;                    // and INT64_MIN % -1 traps
+  if (b == -1) return 0;                   // and INT64_MIN % -1 traps
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
-// ---- polynomial view ------------------------------------------------------------------------------
+// ---- polynomial view
+// ------------------------------------------------------------------------------
 
 struct NodeLess {
   bool operator()(const SymNode* a, const SymNode* b) const {
@@ -135,8 +136,10 @@ int64_t abs_divisor(int64_t v) { return v == kNegInf ? int64_t{1} << 62 : (v < 0
 
 Interval bounds_of(const SymNode* n) {
   switch (n->kind) {
-    case SymKind::kConst: return {n->value, n->value};
-    case SymKind::kSymbol: return n->range;
+    case SymKind::kConst:
+      return {n->value, n->value};
+    case SymKind::kSymbol:
+      return n->range;
     case SymKind::kSum: {
       Interval r{n->value, n->value};
       for (auto& [coef, mono] : n->terms) r = iv_add(r, iv_mul({coef, coef}, bounds_of(mono)));
@@ -174,8 +177,10 @@ Interval bounds_of(const SymNode* n) {
 
 int64_t divisor_of(const SymNode* n) {
   switch (n->kind) {
-    case SymKind::kConst: return abs_divisor(n->value);
-    case SymKind::kSymbol: return n->divisor;
+    case SymKind::kConst:
+      return abs_divisor(n->value);
+    case SymKind::kSymbol:
+      return n->divisor;
     case SymKind::kProduct: {
       int64_t d = 1;
       for (auto* f : n->factors) d = sat_mul(d, divisor_of(f), kPosInf);
@@ -189,7 +194,8 @@ int64_t divisor_of(const SymNode* n) {
       }
       return g;
     }
-    default: return 1;
+    default:
+      return 1;
   }
 }
 
@@ -256,7 +262,8 @@ std::vector<SymExpr> SymExpr::free_symbols() const {
   std::vector<SymExpr> out;
   std::function<void(const SymNode*)> walk = [&](const SymNode* n) {
     switch (n->kind) {
-      case SymKind::kConst: break;
+      case SymKind::kConst:
+        break;
       case SymKind::kSymbol:
         if (std::find(out.begin(), out.end(), SymExpr(n)) == out.end()) out.push_back(SymExpr(n));
         break;
@@ -266,7 +273,9 @@ std::vector<SymExpr> SymExpr::free_symbols() const {
       case SymKind::kProduct:
         for (auto* f : n->factors) walk(f);
         break;
-      default: walk(n->lhs); walk(n->rhs);
+      default:
+        walk(n->lhs);
+        walk(n->rhs);
     }
   };
   walk(node_);
@@ -291,8 +300,10 @@ SymExpr floordiv(const SymExpr& a, const SymExpr& b) {
   whole.constant = floor_div(p.constant, c);
   rest.constant = floor_mod(p.constant, c);
   for (auto& [mono, coef] : p.terms) {
-    if (coef % c == 0) whole.terms[mono] = coef / c;
-    else rest.terms[mono] = coef;
+    if (coef % c == 0)
+      whole.terms[mono] = coef / c;
+    else
+      rest.terms[mono] = coef;
   }
   SymExpr x(from_poly(whole)), y(from_poly(rest));
   Interval iy = y.bounds();

@@ -34,7 +34,7 @@ struct Interval {
 
 class SymExpr {
  public:
-  SymExpr();  // the constant 0
+  SymExpr();               // the constant 0
   SymExpr(int64_t value);  // NOLINT: constants convert implicitly so `2 * s + 1` reads naturally
   SymExpr(int value) : SymExpr(static_cast<int64_t>(value)) {}  // NOLINT
 
@@ -66,7 +66,8 @@ class SymExpr {
 
   // Evaluates under a binding from symbol name to value; nullopt if a symbol is unbound, a
   // divisor is zero or arithmetic overflows.
-  std::optional<int64_t> evaluate(const std::function<std::optional<int64_t>(const SymExpr&)>& bind) const;
+  std::optional<int64_t> evaluate(
+      const std::function<std::optional<int64_t>(const SymExpr&)>& bind) const;
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& bind) const;
 
   // Rebuilds the expression with each symbol replaced (canonicalizes the result).

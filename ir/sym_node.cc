@@ -1,11 +1,11 @@
 // Interning, structural order, evaluation, substitution and printing of SymExpr nodes.
+#include "ir/sym_node.h"
+
 #include <algorithm>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
-
-#include "ir/sym_node.h"
 
 namespace dg {
 namespace {
@@ -32,7 +32,10 @@ std::string key_of(const SymNode& n) {
   put(&n.value, sizeof(n.value));
   put(&n.range, sizeof(n.range));
   put(&n.divisor, sizeof(n.divisor));
-  for (auto& [c, m] : n.terms) { put(&c, sizeof(c)); put(&m, sizeof(m)); }
+  for (auto& [c, m] : n.terms) {
+    put(&c, sizeof(c));
+    put(&m, sizeof(m));
+  }
   for (auto* f : n.factors) put(&f, sizeof(f));
   put(&n.lhs, sizeof(n.lhs));
   put(&n.rhs, sizeof(n.rhs));
@@ -58,7 +61,8 @@ int compare_nodes(const SymNode* a, const SymNode* b) {
   if (a == b) return 0;
   if (a->kind != b->kind) return cmp_int(int(a->kind), int(b->kind));
   switch (a->kind) {
-    case SymKind::kConst: return cmp_int(a->value, b->value);
+    case SymKind::kConst:
+      return cmp_int(a->value, b->value);
     case SymKind::kSymbol:
       if (int c = a->name.compare(b->name)) return c < 0 ? -1 : 1;
       if (int c = cmp_int(a->range.lo, b->range.lo)) return c;
@@ -131,7 +135,9 @@ const SymNode* intern_binary(SymKind kind, const SymNode* lhs, const SymNode* rh
   return intern(std::move(n));
 }
 
-int SymExpr::compare(const SymExpr& a, const SymExpr& b) { return compare_nodes(a.node(), b.node()); }
+int SymExpr::compare(const SymExpr& a, const SymExpr& b) {
+  return compare_nodes(a.node(), b.node());
+}
 
 // ---- evaluation ---------------------------------------------------------------------------------
 
@@ -150,8 +156,10 @@ std::optional<int64_t> eval(const SymNode* n, const Binder& bind) {
     return r;
   };
   switch (n->kind) {
-    case SymKind::kConst: return n->value;
-    case SymKind::kSymbol: return bind(SymExpr(n));
+    case SymKind::kConst:
+      return n->value;
+    case SymKind::kSymbol:
+      return bind(SymExpr(n));
     case SymKind::kSum: {
       std::optional<int64_t> r = n->value;
       for (auto& [c, m] : n->terms) r = add(r, mul(c, eval(m, bind)));
@@ -166,9 +174,12 @@ std::optional<int64_t> eval(const SymNode* n, const Binder& bind) {
       auto a = eval(n->lhs, bind), b = eval(n->rhs, bind);
       if (!a || !b) return std::nullopt;
       switch (n->kind) {
-        case SymKind::kMax: return std::max(*a, *b);
-        case SymKind::kMin: return std::min(*a, *b);
-        default: break;
+        case SymKind::kMax:
+          return std::max(*a, *b);
+        case SymKind::kMin:
+          return std::min(*a, *b);
+        default:
+          break;
       }
       if (*b == 0) return std::nullopt;
       if (*b == -1) {  // INT64_MIN / -1 overflows and INT64_MIN % -1 traps
@@ -202,8 +213,10 @@ std::optional<int64_t> SymExpr::evaluate(const std::map<std::string, int64_t>& b
 SymExpr SymExpr::substitute(const std::function<SymExpr(const SymExpr&)>& replace) const {
   const SymNode* n = node_;
   switch (n->kind) {
-    case SymKind::kConst: return *this;
-    case SymKind::kSymbol: return replace(*this);
+    case SymKind::kConst:
+      return *this;
+    case SymKind::kSymbol:
+      return replace(*this);
     case SymKind::kSum: {
       SymExpr r(n->value);
       for (auto& [c, m] : n->terms) r = r + SymExpr(c) * SymExpr(m).substitute(replace);
@@ -217,10 +230,14 @@ SymExpr SymExpr::substitute(const std::function<SymExpr(const SymExpr&)>& replac
     default: {
       SymExpr a = SymExpr(n->lhs).substitute(replace), b = SymExpr(n->rhs).substitute(replace);
       switch (n->kind) {
-        case SymKind::kFloorDiv: return floordiv(a, b);
-        case SymKind::kMod: return mod(a, b);
-        case SymKind::kMax: return max(a, b);
-        default: return min(a, b);
+        case SymKind::kFloorDiv:
+          return floordiv(a, b);
+        case SymKind::kMod:
+          return mod(a, b);
+        case SymKind::kMax:
+          return max(a, b);
+        default:
+          return min(a, b);
       }
     }
   }
@@ -239,8 +256,10 @@ std::string magnitude(int64_t v) {
 
 void print_monomial_term(int64_t coef, const SymNode* mono, bool first, std::string& out) {
   if (first) {
-    if (coef == -1) out += "-";
-    else if (coef != 1) out += std::to_string(coef) + "*";
+    if (coef == -1)
+      out += "-";
+    else if (coef != 1)
+      out += std::to_string(coef) + "*";
   } else {
     out += coef < 0 ? " - " : " + ";
     if (coef != 1 && coef != -1) out += magnitude(coef) + "*";
@@ -250,8 +269,12 @@ void print_monomial_term(int64_t coef, const SymNode* mono, bool first, std::str
 
 void print(const SymNode* n, std::string& out) {
   switch (n->kind) {
-    case SymKind::kConst: out += std::to_string(n->value); return;
-    case SymKind::kSymbol: out += n->name; return;
+    case SymKind::kConst:
+      out += std::to_string(n->value);
+      return;
+    case SymKind::kSymbol:
+      out += n->name;
+      return;
     case SymKind::kSum: {
       bool first = true;
       for (auto& [c, m] : n->terms) {

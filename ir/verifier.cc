@@ -40,7 +40,8 @@ std::string verify_graph(const Graph& g, const VerifyLimits& limits) {
   std::set<std::string> names;
   for (const SymExpr& s : g.symbols) {
     if (!s.is_symbol()) return "a declared symbol is not a symbol: " + s.to_string();
-    if (!names.insert(s.symbol_name()).second) return "symbol " + s.symbol_name() + " declared twice";
+    if (!names.insert(s.symbol_name()).second)
+      return "symbol " + s.symbol_name() + " declared twice";
     declared.insert(s.node());
   }
 
@@ -69,7 +70,8 @@ std::string verify_graph(const Graph& g, const VerifyLimits& limits) {
       if (!in_range(in)) return where + ": operand " + vid(in) + " does not exist";
       if (!defined[in]) return where + ": operand " + vid(in) + " is used before it is defined";
     }
-    if (!in_range(node.output)) return "node " + std::to_string(n) + " defines a value out of range";
+    if (!in_range(node.output))
+      return "node " + std::to_string(n) + " defines a value out of range";
     if (defined[node.output]) return where + ": value defined twice";
     const Value& out = g.value(node.output);
     if (out.kind != ValueKind::kTensor || out.producer != static_cast<int>(n))
@@ -93,7 +95,8 @@ std::string verify_graph(const Graph& g, const VerifyLimits& limits) {
   if (g.outputs.empty()) return "graph has no outputs";
   for (ValueId id : g.outputs) {
     if (!in_range(id) || !defined[id]) return "graph output " + vid(id) + " is not defined";
-    if (g.value(id).kind != ValueKind::kTensor) return "graph output " + vid(id) + " is not a tensor";
+    if (g.value(id).kind != ValueKind::kTensor)
+      return "graph output " + vid(id) + " is not a tensor";
   }
   return "";
 }

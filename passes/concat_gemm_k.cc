@@ -29,7 +29,9 @@ bool is_output(const Graph& g, ValueId v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
-bool single_use(const Graph& g, ValueId v) { return users_of(g, v).size() == 1 && !is_output(g, v); }
+bool single_use(const Graph& g, ValueId v) {
+  return users_of(g, v).size() == 1 && !is_output(g, v);
+}
 
 int producer(const Graph& g, ValueId v) { return g.value(v).producer; }
 

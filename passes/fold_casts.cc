@@ -9,11 +9,16 @@ bool widens_exactly(DType from, DType to) {
   if (from == to) return true;
   switch (from) {
     case DType::kBF16:
-    case DType::kF16: return to == DType::kF32 || to == DType::kF64;
-    case DType::kF32: return to == DType::kF64;
-    case DType::kBool: return true;
-    case DType::kI32: return to == DType::kI64 || to == DType::kF64;
-    default: return false;
+    case DType::kF16:
+      return to == DType::kF32 || to == DType::kF64;
+    case DType::kF32:
+      return to == DType::kF64;
+    case DType::kBool:
+      return true;
+    case DType::kI32:
+      return to == DType::kI64 || to == DType::kF64;
+    default:
+      return false;
   }
 }
 }  // namespace

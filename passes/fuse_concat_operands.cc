@@ -46,8 +46,8 @@ Graph fuse_concat_operands(const Graph& g) {
     bool same_segments = true;
     int64_t b_k_dim = n.op == OpKind::kLinear ? 1 : 0;
     for (size_t j = 0; j < ac.inputs.size(); ++j)
-      same_segments = same_segments && g.tensor(ac.inputs[j]).shape[1] ==
-                                           g.tensor(bc.inputs[j]).shape[b_k_dim];
+      same_segments =
+          same_segments && g.tensor(ac.inputs[j]).shape[1] == g.tensor(bc.inputs[j]).shape[b_k_dim];
     if (!same_segments) continue;
     int64_t id = fa.group_of(static_cast<int>(i));
     if (id != 0 && anchors_of(g, fa, id).size() != 1) continue;

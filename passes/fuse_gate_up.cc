@@ -36,7 +36,8 @@ int64_t single_gemm_group(FusionAssignment& fa, ValueId v, int* anchor) {
 // batch dims, no bias difference in arity.
 bool compatible(const Graph& g, int a, int b) {
   const Node &x = g.nodes[a], &y = g.nodes[b];
-  if (x.op != y.op || x.inputs[0] != y.inputs[0] || x.inputs.size() != y.inputs.size()) return false;
+  if (x.op != y.op || x.inputs[0] != y.inputs[0] || x.inputs.size() != y.inputs.size())
+    return false;
   if (g.tensor(x.output) != g.tensor(y.output)) return false;
   if (g.tensor(x.inputs[1]).shape != g.tensor(y.inputs[1]).shape) return false;
   if (x.op == OpKind::kMatmul && g.tensor(x.inputs[0]).rank() != 2) return false;

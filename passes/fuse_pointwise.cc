@@ -30,8 +30,7 @@ std::optional<std::vector<SymExpr>> group_shape(const FusionAssignment& fa, int6
     return g.tensor(a.output).shape;
   }
   for (int m : members)  // a reduction group computes over the reduction's output
-    if (fusable_reduction(g.nodes[m].op))
-      return g.tensor(g.nodes[m].output).shape;
+    if (fusable_reduction(g.nodes[m].op)) return g.tensor(g.nodes[m].output).shape;
   for (int m : members)
     if (is_elementwise(g.nodes[m].op)) return g.tensor(g.nodes[m].output).shape;
   return std::nullopt;

@@ -59,8 +59,10 @@ bool FusionAssignment::convex(const std::vector<int>& nodes) const {
     for (ValueId in : n.inputs) {
       int p = producer_of(g_, in);
       if (p < 0) continue;
-      if (set.count(p)) from_set = true;
-      else if (reached[p]) from_outside_path = true;
+      if (set.count(p))
+        from_set = true;
+      else if (reached[p])
+        from_outside_path = true;
     }
     if (set.count(static_cast<int>(i))) {
       if (from_outside_path) return false;
@@ -88,7 +90,8 @@ Graph FusionAssignment::apply() const {
     bool progressed = false;
     for (size_t i = 0; i < n && !progressed; ++i) {
       if (done[i]) continue;
-      std::vector<int> unit = group_[i] ? members(group_[i]) : std::vector<int>{static_cast<int>(i)};
+      std::vector<int> unit =
+          group_[i] ? members(group_[i]) : std::vector<int>{static_cast<int>(i)};
       if (!ready(unit)) continue;
       for (int u : unit) {
         done[u] = true;
@@ -121,8 +124,10 @@ bool is_elementwise(OpKind op) {
     case OpCategory::kUnary:
     case OpCategory::kBinary:
     case OpCategory::kCompare:
-    case OpCategory::kWhere: return true;
-    default: return false;
+    case OpCategory::kWhere:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -64,7 +64,8 @@ Graph run_pipeline(const Graph& g, const PipelineOptions& options) {
     current = p.run(current);
     if (options.verify_each) {
       std::string err = verify_graph(current);
-      if (!err.empty()) throw std::logic_error(std::string("pass ") + p.name + " broke the graph: " + err);
+      if (!err.empty())
+        throw std::logic_error(std::string("pass ") + p.name + " broke the graph: " + err);
     }
     if (options.after_pass) options.after_pass(p.name, current);
   }

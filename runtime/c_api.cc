@@ -6,11 +6,10 @@
 #include "ir/fb_loader.h"
 #include "ir/graph_hash.h"
 #include "ir/text_format.h"
+#include "runtime/c_api_graph.h"
 #include "runtime/compiler.h"
 #include "runtime/dyngen.h"
 #include "runtime/executable_json.h"
-
-#include "runtime/c_api_graph.h"
 struct dg_executable {
   std::shared_ptr<dg::Executable> exe;
   std::string key;

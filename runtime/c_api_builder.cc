@@ -17,7 +17,7 @@
 
 struct dg_builder {
   dg::GraphBuilder graph;
-  std::vector<dg::SymExpr> exprs;  // handle -> expression
+  std::vector<dg::SymExpr> exprs;                             // handle -> expression
   std::unordered_map<const dg::SymNode*, int32_t> handle_of;  // interned: one handle per node
   std::map<std::string, dg::SymExpr> symbols;
   dg::Attrs pending;  // attributes for the next op
@@ -101,8 +101,10 @@ int dg_builder_symbol(dg_builder* b, const char* name, int64_t lo, int64_t hi, i
   return build(b, [&] {
     need(name);
     need(expr);
-    if (b->symbols.count(name)) throw std::invalid_argument(std::string("symbol ") + name + " declared twice");
-    if (divisor < 1 || lo > hi) throw std::invalid_argument(std::string("bad facts for symbol ") + name);
+    if (b->symbols.count(name))
+      throw std::invalid_argument(std::string("symbol ") + name + " declared twice");
+    if (divisor < 1 || lo > hi)
+      throw std::invalid_argument(std::string("bad facts for symbol ") + name);
     dg::SymExpr s = b->graph.symbol(name, lo, hi, divisor);
     b->symbols.emplace(name, s);
     *expr = b->handle(s);
@@ -124,7 +126,8 @@ int dg_builder_expr(dg_builder* b, const char* op, int32_t lhs, int32_t rhs, int
     std::string o = op;
     bool divides = o == "floordiv" || o == "mod" || o == "ceildiv";
     if (divides && y == dg::SymExpr(0)) throw std::invalid_argument(o + " by zero");
-    if (o == "ceildiv" && y.bounds().lo < 1) throw std::invalid_argument("ceildiv needs a positive divisor");
+    if (o == "ceildiv" && y.bounds().lo < 1)
+      throw std::invalid_argument("ceildiv needs a positive divisor");
     dg::SymExpr r = o == "add"        ? x + y
                     : o == "sub"      ? x - y
                     : o == "mul"      ? x * y
@@ -188,7 +191,8 @@ int dg_builder_input(dg_builder* b, int32_t dtype, const int32_t* dims, int rank
     std::vector<dg::SymExpr> shape;
     for (int d = 0; d < rank; ++d) {
       const dg::SymExpr& e = b->expr(dims[d]);
-      if (e.bounds().lo < 0) throw std::invalid_argument("dimension " + e.to_string() + " may be negative");
+      if (e.bounds().lo < 0)
+        throw std::invalid_argument("dimension " + e.to_string() + " may be negative");
       shape.push_back(e);
     }
     *value = b->graph.input(dtype_of(dtype), std::move(shape));
@@ -300,8 +304,7 @@ int dg_graph_to_builder(const dg_graph* g, dg_builder** out) {
     b = new dg_builder(g->graph.name.c_str());
     for (const dg::SymExpr& s : g->graph.symbols)
       b->symbols.emplace(s.symbol_name(), b->graph.symbol(s.symbol_name(), s.symbol_range().lo,
-                                                          s.symbol_range().hi,
-                                                          s.symbol_divisor()));
+                                                          s.symbol_range().hi, s.symbol_divisor()));
     // The loaded graph's values keep their ids: replay inputs and nodes in id order.
     const dg::Graph& src = g->graph;
     std::vector<int32_t> id_of(src.values.size(), -1);
@@ -330,7 +333,8 @@ int dg_builder_symbols(dg_builder* b, int32_t* exprs, int capacity, int* count) 
     need(count);
     const auto& syms = b->graph.graph().symbols;
     *count = static_cast<int>(syms.size());
-    for (int i = 0; i < *count && i < capacity; ++i) exprs[i] = b->handle(syms[static_cast<size_t>(i)]);
+    for (int i = 0; i < *count && i < capacity; ++i)
+      exprs[i] = b->handle(syms[static_cast<size_t>(i)]);
   });
 }
 

@@ -38,9 +38,8 @@ bool parse_kernel_cache_key(std::string_view key, KernelKeyParts* parts) {
     if (line_end == std::string_view::npos) return false;
     size_t start = line_end + 1;
     line_end = key.find('\n', start);
-    std::string_view line = key.substr(start, line_end == std::string_view::npos
-                                                  ? std::string_view::npos
-                                                  : line_end - start);
+    std::string_view line = key.substr(
+        start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
     if (line.size() <= kFields[i].size() || line.substr(0, kFields[i].size()) != kFields[i] ||
         line[kFields[i].size()] != ' ')
       return false;

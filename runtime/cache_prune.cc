@@ -10,8 +10,8 @@
 #include <exception>
 #include <vector>
 
-#include "runtime/cache_entry.h"
 #include "runtime/cache_admin.h"
+#include "runtime/cache_entry.h"
 #include "runtime/cache_files.h"
 
 namespace dg {
@@ -61,12 +61,18 @@ std::optional<uint64_t> parse_byte_size(const std::string& text) {
   if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();
   if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
   int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K") shift = 10;
-  else if (unit == "M") shift = 20;
-  else if (unit == "G") shift = 30;
-  else if (unit == "T") shift = 40;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    shift = 0;
+  else if (unit == "K")
+    shift = 10;
+  else if (unit == "M")
+    shift = 20;
+  else if (unit == "G")
+    shift = 30;
+  else if (unit == "T")
+    shift = 40;
+  else
+    return std::nullopt;
   if (shift && value > (UINT64_MAX >> shift)) return std::nullopt;
   return value << shift;
 }

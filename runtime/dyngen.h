@@ -46,9 +46,10 @@ typedef struct dg_tensor {
 } dg_tensor;
 
 typedef struct dg_compile_options {
-  const char* target; /* "host" (CPU emulation), "cuda" (GPU 0), "cuda:N" (GPU N), "sm_80",
-                         "sm_90a"; NULL: cuda if a GPU, else host. A GPU executable runs on every device its arch
-                         runs on (Note [Arch compatibility]), one module per context. */
+  const char*
+      target;            /* "host" (CPU emulation), "cuda" (GPU 0), "cuda:N" (GPU N), "sm_80",
+                            "sm_90a"; NULL: cuda if a GPU, else host. A GPU executable runs on every device its
+                            arch            runs on (Note [Arch compatibility]), one module per context. */
   const char* cache_dir; /* NULL: $DYNGEN_CACHE_DIR or the user's cache folder */
   const char* emit_dir;  /* NULL, or a folder for the CUDA source and the IR after each pass */
   const char* disabled_passes; /* NULL, or comma-separated pass names to skip (bisecting) */

@@ -17,8 +17,8 @@ namespace dg {
 
 // Grids and argument pointers of every launch of one call, computed without launching.
 struct LaunchBatch {
-  int device = -1;                  // the CUDA device of a GPU executable's tensors
-  std::vector<int> host_scalars;    // inputs passed by value: Note [Host scalars]
+  int device = -1;                // the CUDA device of a GPU executable's tensors
+  std::vector<int> host_scalars;  // inputs passed by value: Note [Host scalars]
   std::vector<int64_t> symbol_values;
   std::vector<int64_t> results;  // the shape program's results
   std::vector<void*> pointers;   // buffer pointers, kernel after kernel

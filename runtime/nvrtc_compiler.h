@@ -20,8 +20,8 @@ struct CudaHeader {
 struct CompileOptions {
   // Target: "sm_80", "sm_90a", "sm_100f", ... for a cubin, or "compute_90" to ask for PTX.
   std::string arch = "sm_90a";
-  bool fast_math = false;  // --use_fast_math
-  bool line_info = false;  // -lineinfo
+  bool fast_math = false;      // --use_fast_math
+  bool line_info = false;      // -lineinfo
   bool ptxas_verbose = false;  // -Xptxas=-v: ptxas's per-kernel report in the log
   // Extra NVRTC options, passed verbatim after ours (e.g. "-DDG_TILE=128"). Part of the key.
   std::vector<std::string> extra_options;

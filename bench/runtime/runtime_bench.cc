@@ -144,8 +144,8 @@ void BM_LaunchPrepare(benchmark::State& state) {
   CallFixture f = call_fixture(state.range(0));
   size_t ws = 0;
   for (auto _ : state) {
-    Status s = f.exe->prepare(f.inputs.data(), static_cast<int>(f.inputs.size()),
-                              f.outputs.data(), static_cast<int>(f.outputs.size()), &ws);
+    Status s = f.exe->prepare(f.inputs.data(), static_cast<int>(f.inputs.size()), f.outputs.data(),
+                              static_cast<int>(f.outputs.size()), &ws);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(ws);
   }
@@ -156,8 +156,8 @@ void BM_LaunchPack(benchmark::State& state) {
   LaunchBatch batch;
   size_t ws = 0;
   for (auto _ : state) {
-    Status s = f.exe->prepare(f.inputs.data(), static_cast<int>(f.inputs.size()),
-                              f.outputs.data(), static_cast<int>(f.outputs.size()), &ws);
+    Status s = f.exe->prepare(f.inputs.data(), static_cast<int>(f.inputs.size()), f.outputs.data(),
+                              static_cast<int>(f.outputs.size()), &ws);
     s = f.exe->pack(f.inputs.data(), static_cast<int>(f.inputs.size()), f.outputs.data(),
                     static_cast<int>(f.outputs.size()), f.fake.data(), &batch);
     if (!s.ok()) state.SkipWithError(s.message().c_str());

@@ -54,8 +54,7 @@ struct DgSmemTile {
 // >= col_end are zero.
 template <int ROWS, int COLS, int THREADS>
 DG_DEVICE void dg_gemm_load_tile(dg_bf16* smem, const dg_bf16* src, long long ld, long long r0,
-                                 long long row_end, long long c0, long long col_end,
-                                 bool aligned) {
+                                 long long row_end, long long c0, long long col_end, bool aligned) {
   constexpr int kChunksPerRow = COLS / 8, kChunks = ROWS * kChunksPerRow;
   static_assert(COLS % 8 == 0, "16-byte chunks");
   for (int i = dg_thread_linear(); i < kChunks; i += THREADS) {
@@ -75,17 +74,21 @@ DG_DEVICE void dg_gemm_load_tile(dg_bf16* smem, const dg_bf16* src, long long ld
 // Loads the tile of A (BM x BK) and of each B (BN x BK) for the K slice starting at k0.
 template <class Tile, bool AT, bool BKN, int NB>
 DG_DEVICE void dg_gemm_load_stage(dg_bf16* sa, dg_bf16* sb, const dg_bf16* a, long long lda,
-                                  const dg_bf16* const* b, long long ldb, long long m0,
-                                  long long M, long long n0, long long N, long long k0,
-                                  long long k_end, bool aligned) {
+                                  const dg_bf16* const* b, long long ldb, long long m0, long long M,
+                                  long long n0, long long N, long long k0, long long k_end,
+                                  bool aligned) {
   constexpr int T = Tile::kThreads;
-  if (!AT) dg_gemm_load_tile<Tile::BM, Tile::BK, T>(sa, a, lda, m0, M, k0, k_end, aligned);
-  else dg_gemm_load_tile<Tile::BK, Tile::BM, T>(sa, a, lda, k0, k_end, m0, M, aligned);
+  if (!AT)
+    dg_gemm_load_tile<Tile::BM, Tile::BK, T>(sa, a, lda, m0, M, k0, k_end, aligned);
+  else
+    dg_gemm_load_tile<Tile::BK, Tile::BM, T>(sa, a, lda, k0, k_end, m0, M, aligned);
   for (int j = 0; j < NB; ++j) {
     dg_bf16* dst = sb + j * (BKN ? DgSmemTile<Tile::BK, Tile::BN>::kElems
                                  : DgSmemTile<Tile::BN, Tile::BK>::kElems);
-    if (!BKN) dg_gemm_load_tile<Tile::BN, Tile::BK, T>(dst, b[j], ldb, n0, N, k0, k_end, aligned);
-    else dg_gemm_load_tile<Tile::BK, Tile::BN, T>(dst, b[j], ldb, k0, k_end, n0, N, aligned);
+    if (!BKN)
+      dg_gemm_load_tile<Tile::BN, Tile::BK, T>(dst, b[j], ldb, n0, N, k0, k_end, aligned);
+    else
+      dg_gemm_load_tile<Tile::BK, Tile::BN, T>(dst, b[j], ldb, k0, k_end, n0, N, aligned);
   }
 }
 
@@ -98,7 +101,8 @@ DG_DEVICE void dg_gemm_frag_a(dg_u32 (&r)[4], const dg_bf16* sa, int wm, int kk,
     dg_ldmatrix_x4(r, sa + (wm + lane % 16) * ld + kk + (lane / 16) * 8);
   } else {  // stored [k][m]: matrix j = lane / 8 covers m + (j % 2) * 8, k + (j / 2) * 8
     constexpr int ld = DgSmemTile<Tile::BK, Tile::BM>::kLd;
-    dg_ldmatrix_x4_trans(r, sa + (kk + (lane / 16) * 8 + lane % 8) * ld + wm + ((lane / 8) % 2) * 8);
+    dg_ldmatrix_x4_trans(r,
+                         sa + (kk + (lane / 16) * 8 + lane % 8) * ld + wm + ((lane / 8) % 2) * 8);
   }
 }
 
@@ -110,7 +114,8 @@ DG_DEVICE void dg_gemm_frag_b(dg_u32 (&r)[4], const dg_bf16* sb, int wn, int kk,
     dg_ldmatrix_x4(r, sb + (wn + (lane / 16) * 8 + lane % 8) * ld + kk + ((lane / 8) % 2) * 8);
   } else {
     constexpr int ld = DgSmemTile<Tile::BK, Tile::BN>::kLd;
-    dg_ldmatrix_x4_trans(r, sb + (kk + ((lane / 8) % 2) * 8 + lane % 8) * ld + wn + (lane / 16) * 8);
+    dg_ldmatrix_x4_trans(r,
+                         sb + (kk + ((lane / 8) % 2) * 8 + lane % 8) * ld + wn + (lane / 16) * 8);
   }
 }
 
@@ -119,13 +124,13 @@ DG_DEVICE void dg_gemm_frag_b(dg_u32 (&r)[4], const dg_bf16* sb, int wn, int kk,
 // Every thread of the block must call it (it contains barriers).
 template <class Tile, bool AT, bool BKN, int NB>
 DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const dg_bf16* a,
-                                long long lda, const dg_bf16* const* b, long long ldb,
-                                long long m0, long long M, long long n0, long long N,
-                                long long k_begin, long long k_end) {
-  constexpr int kA = AT ? DgSmemTile<Tile::BK, Tile::BM>::kElems
-                        : DgSmemTile<Tile::BM, Tile::BK>::kElems;
-  constexpr int kB = BKN ? DgSmemTile<Tile::BK, Tile::BN>::kElems
-                         : DgSmemTile<Tile::BN, Tile::BK>::kElems;
+                                long long lda, const dg_bf16* const* b, long long ldb, long long m0,
+                                long long M, long long n0, long long N, long long k_begin,
+                                long long k_end) {
+  constexpr int kA =
+      AT ? DgSmemTile<Tile::BK, Tile::BM>::kElems : DgSmemTile<Tile::BM, Tile::BK>::kElems;
+  constexpr int kB =
+      BKN ? DgSmemTile<Tile::BK, Tile::BN>::kElems : DgSmemTile<Tile::BN, Tile::BK>::kElems;
   __shared__ __align__(16) dg_bf16 dg_gemm_smem_a[Tile::kStages * kA];
   __shared__ __align__(16) dg_bf16 dg_gemm_smem_b[Tile::kStages * NB * kB];
   bool aligned = (reinterpret_cast<unsigned long long>(a) & 15u) == 0;
@@ -141,8 +146,8 @@ DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const d
   for (int s = 0; s < Tile::kStages - 1; ++s) {
     if (s < k_tiles)
       dg_gemm_load_stage<Tile, AT, BKN, NB>(dg_gemm_smem_a + s * kA, dg_gemm_smem_b + s * NB * kB,
-                                            a, lda, b, ldb, m0, M, n0, N,
-                                            k_begin + s * Tile::BK, k_end, aligned);
+                                            a, lda, b, ldb, m0, M, n0, N, k_begin + s * Tile::BK,
+                                            k_end, aligned);
     dg_cp_async_commit();
   }
   for (long long kt = 0; kt < k_tiles; ++kt) {
@@ -152,8 +157,8 @@ DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const d
     if (next < k_tiles) {
       const int s = static_cast<int>(next % Tile::kStages);
       dg_gemm_load_stage<Tile, AT, BKN, NB>(dg_gemm_smem_a + s * kA, dg_gemm_smem_b + s * NB * kB,
-                                            a, lda, b, ldb, m0, M, n0, N,
-                                            k_begin + next * Tile::BK, k_end, aligned);
+                                            a, lda, b, ldb, m0, M, n0, N, k_begin + next * Tile::BK,
+                                            k_end, aligned);
     }
     dg_cp_async_commit();
     const int s = static_cast<int>(kt % Tile::kStages);
@@ -202,8 +207,10 @@ DG_DEVICE void dg_gemm_epilogue(const float (&acc)[NB][Tile::MT][Tile::NT][4], l
         const long long row = m0 + wm + 16 * mt + g + 8 * (i / 2);
         const long long col = n0 + wn + 8 * nt + 2 * t + (i % 2);
         if (row >= M || col >= N) continue;
-        if constexpr (NB == 1) epi(row, static_cast<int>(col), acc[0][mt][nt][i]);
-        else epi(row, static_cast<int>(col), acc[0][mt][nt][i], acc[1][mt][nt][i]);
+        if constexpr (NB == 1)
+          epi(row, static_cast<int>(col), acc[0][mt][nt][i]);
+        else
+          epi(row, static_cast<int>(col), acc[0][mt][nt][i], acc[1][mt][nt][i]);
       }
     }
   }
@@ -220,13 +227,10 @@ DG_DEVICE void dg_gemm_tc(const dg_bf16* a, long long lda, const dg_bf16* b0, co
   if (m0 >= M || n0 >= N) return;  // uniform over the block
   float acc[NB][Tile::MT][Tile::NT][4];
   DG_UNROLL
-  for (int j = 0; j < NB; ++j)
-    DG_UNROLL
-    for (int mt = 0; mt < Tile::MT; ++mt)
-      DG_UNROLL
-      for (int nt = 0; nt < Tile::NT; ++nt)
-        DG_UNROLL
-        for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;
+  for (int j = 0; j < NB; ++j) DG_UNROLL
+  for (int mt = 0; mt < Tile::MT; ++mt) DG_UNROLL
+  for (int nt = 0; nt < Tile::NT; ++nt) DG_UNROLL
+  for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;
   const dg_bf16* const b[2] = {b0, b1};
   dg_gemm_mainloop<Tile, AT, BKN, NB>(acc, a, lda, b, ldb, m0, M, n0, N, 0, K);
   dg_gemm_epilogue<Tile, NB>(acc, m0, M, n0, N, epi);

@@ -36,25 +36,33 @@ DG_DEVICE bool dg_widen(bool x) { return x; }
 template <class To>
 struct dg_narrow {
   template <class From>
-  DG_DEVICE static To from(From x) { return static_cast<To>(x); }
+  DG_DEVICE static To from(From x) {
+    return static_cast<To>(x);
+  }
 };
 template <>
 struct dg_narrow<bool> {
   template <class From>
-  DG_DEVICE static bool from(From x) { return x != From(0); }
+  DG_DEVICE static bool from(From x) {
+    return x != From(0);
+  }
 };
 template <>
 struct dg_narrow<dg_bf16> {
   // double -> float -> bf16, as c10::BFloat16 does.
   template <class From>
-  DG_DEVICE static dg_bf16 from(From x) { return dg_float_to_bf16(static_cast<float>(x)); }
+  DG_DEVICE static dg_bf16 from(From x) {
+    return dg_float_to_bf16(static_cast<float>(x));
+  }
 };
 
 template <>
 struct dg_narrow<dg_f16> {
   // double -> float -> f16, as c10::Half does.
   template <class From>
-  DG_DEVICE static dg_f16 from(From x) { return dg_float_to_f16(static_cast<float>(x)); }
+  DG_DEVICE static dg_f16 from(From x) {
+    return dg_float_to_f16(static_cast<float>(x));
+  }
 };
 
 template <class To, class From>
@@ -83,17 +91,29 @@ DG_DEVICE float dg_cos(float x) { return cosf(x); }
 DG_DEVICE double dg_cos(double x) { return cos(x); }
 
 template <class T>
-DG_DEVICE T dg_abs(T x) { return x < T(0) ? -x : x; }
+DG_DEVICE T dg_abs(T x) {
+  return x < T(0) ? -x : x;
+}
 template <class T>
-DG_DEVICE T dg_reciprocal(T x) { return T(1) / x; }
+DG_DEVICE T dg_reciprocal(T x) {
+  return T(1) / x;
+}
 template <class T>
-DG_DEVICE T dg_relu(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
+DG_DEVICE T dg_relu(T x) {
+  return x < T(0) ? T(0) : x;
+}  // NaN stays NaN
 template <class T>
-DG_DEVICE T dg_sigmoid(T x) { return T(1) / (T(1) + dg_exp(-x)); }
+DG_DEVICE T dg_sigmoid(T x) {
+  return T(1) / (T(1) + dg_exp(-x));
+}
 template <class T>
-DG_DEVICE T dg_silu(T x) { return x / (T(1) + dg_exp(-x)); }
+DG_DEVICE T dg_silu(T x) {
+  return x / (T(1) + dg_exp(-x));
+}
 template <class T>
-DG_DEVICE T dg_gelu(T x) { return T(0.5) * x * (T(1) + dg_erf(x * T(0.70710678118654752440))); }
+DG_DEVICE T dg_gelu(T x) {
+  return T(0.5) * x * (T(1) + dg_erf(x * T(0.70710678118654752440)));
+}
 // sinc(x) = sin(pi x) / (pi x), 1 at 0 (torch.sinc).
 template <class T>
 DG_DEVICE T dg_sinc(T x) {
@@ -129,21 +149,33 @@ DG_DEVICE T dg_silu_backward(T grad, T x) {
   return grad * s * (T(1) + x * (T(1) - s));
 }
 template <class T>
-DG_DEVICE T dg_sigmoid_backward(T grad, T y) { return grad * (T(1) - y) * y; }
+DG_DEVICE T dg_sigmoid_backward(T grad, T y) {
+  return grad * (T(1) - y) * y;
+}
 // maximum/minimum propagate NaN like torch.maximum.
 template <class T>
-DG_DEVICE T dg_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
+DG_DEVICE T dg_maximum(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
+}
 template <class T>
-DG_DEVICE T dg_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+DG_DEVICE T dg_minimum(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
+}
 
 template <class T>
 DG_DEVICE T dg_lowest();
 template <>
-DG_DEVICE float dg_lowest<float>() { return -__int_as_float(0x7f800000); }
+DG_DEVICE float dg_lowest<float>() {
+  return -__int_as_float(0x7f800000);
+}
 template <>
-DG_DEVICE double dg_lowest<double>() { return -(1.0 / 0.0); }
+DG_DEVICE double dg_lowest<double>() {
+  return -(1.0 / 0.0);
+}
 template <>
-DG_DEVICE long long dg_lowest<long long>() { return -9223372036854775807LL - 1; }
+DG_DEVICE long long dg_lowest<long long>() {
+  return -9223372036854775807LL - 1;
+}
 
 // ---- atomics ----------------------------------------------------------------------------------
 DG_DEVICE void dg_atomic_accumulate(float* p, float v) { atomicAdd(p, v); }

@@ -102,7 +102,6 @@ std::string parse(const std::vector<std::string>& args, Args* a) {
   return "";
 }
 
-
 int stats(const std::string& dir, bool json, std::ostream& out, std::ostream& err) {
   Result<CacheStats> r = cache_stats(dir);
   if (!r.ok()) {

@@ -96,7 +96,8 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
            "emulation.\n"
            "Several files, a folder of *.fb files (a DYNGEN_DUMP folder) or several --arch values\n"
            "compile every graph for every arch and print a summary line (graphs, kernels,\n"
-           "compiled, already cached): prebuilding a kernel cache for the GPUs that will run them.\n";
+           "compiled, already cached): prebuilding a kernel cache for the GPUs that will run "
+           "them.\n";
     return kExitOk;
   }
   std::vector<std::string> files;
@@ -150,9 +151,10 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
                     {"already_cached", sum.cached}, {"failed", sum.failed}};
     out << json_text({{"results", std::move(results)}, {"summary", std::move(summary)}}) << "\n";
   } else {
-    out << "summary: " << sum.graphs << " graphs x " << archs.size() << " archs = "
-        << sum.compiled + sum.cached << " binaries (" << sum.kernels << " kernels): compiled "
-        << sum.compiled << ", already cached " << sum.cached << ", failed " << sum.failed << "\n";
+    out << "summary: " << sum.graphs << " graphs x " << archs.size()
+        << " archs = " << sum.compiled + sum.cached << " binaries (" << sum.kernels
+        << " kernels): compiled " << sum.compiled << ", already cached " << sum.cached
+        << ", failed " << sum.failed << "\n";
   }
   return exit_code;
 }

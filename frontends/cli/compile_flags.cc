@@ -20,9 +20,7 @@ std::optional<CompileOutcome> compile_or_report(const Graph& g, const CompileReq
   CompileOutcome o = compile_graph(g, request);
   if (o.ok()) return o;
   err << "dyngen: " << file << ": " << o.error << "\n";
-  *exit_code = o.status == DG_ERR_UNSUPPORTED     ? 3
-               : o.status == DG_ERR_INVALID_INPUT ? 2
-                                                  : 1;
+  *exit_code = o.status == DG_ERR_UNSUPPORTED ? 3 : o.status == DG_ERR_INVALID_INPUT ? 2 : 1;
   return std::nullopt;
 }
 

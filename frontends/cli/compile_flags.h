@@ -11,8 +11,8 @@
 namespace dg {
 
 struct CompileFlags {
-  std::string file;  // the first FILE
-  std::string arch;  // the last --arch
+  std::string file;                       // the first FILE
+  std::string arch;                       // the last --arch
   std::vector<std::string> files, archs;  // every FILE and --arch, in order (compile)
   std::string cache_dir, emit_dir;
   std::set<std::string> disabled_passes;

@@ -82,7 +82,8 @@ std::string eval_per_element(const OpArgs& a, int64_t axis) {
   if ((idx.dtype != DType::kI64 && idx.dtype != DType::kI32) || idx.rank() != x.rank())
     return "index must be an integer tensor of x's rank, got " + idx.to_string();
   for (int d = 0; d < x.rank(); ++d)
-    if (d != axis && idx.shape[d] > x.shape[d]) return "index dim " + std::to_string(d) + " too large";
+    if (d != axis && idx.shape[d] > x.shape[d])
+      return "index dim " + std::to_string(d) + " too large";
   const bool is_gather = a.node.op == OpKind::kGather;
   if (is_gather ? out.shape != idx.shape : out.shape != x.shape) return "result shape mismatch";
   if (!is_gather && a.in[2]->shape != idx.shape) return "source must be shaped like the index";

@@ -113,12 +113,16 @@ std::string cumsum(const OpArgs& a, int64_t axis) {
 std::string eval_reduce(const OpArgs& a) {
   const HostTensor& x = *a.in[0];
   if (a.node.op == OpKind::kCumsum) {
-    int64_t axis = norm_axis(a.node.attrs.get_int("dim").value_or(0), std::max<int64_t>(x.rank(), 1));
+    int64_t axis =
+        norm_axis(a.node.attrs.get_int("dim").value_or(0), std::max<int64_t>(x.rank(), 1));
     if (axis < 0) return "bad dim for " + x.to_string();
     switch (compute_of(a.out->dtype)) {
-      case Compute::kFloat: return cumsum<float>(a, axis);
-      case Compute::kDouble: return cumsum<double>(a, axis);
-      case Compute::kInt: return cumsum<int64_t>(a, axis);
+      case Compute::kFloat:
+        return cumsum<float>(a, axis);
+      case Compute::kDouble:
+        return cumsum<double>(a, axis);
+      case Compute::kInt:
+        return cumsum<int64_t>(a, axis);
     }
   }
   auto dims = a.node.attrs.get_ints("dims");

@@ -230,8 +230,8 @@ TEST_F(CliTest, ConvertToUnwritablePathExit2) {
 // The fuzzer's finding (issue: a graph dyngen writes must load again): a 0-d `full` whose empty
 // `shape` list the writer leaves 4 bytes off an 8-byte boundary.
 TEST_F(CliTest, ConvertedFileInspectsAsTheOriginal) {
-  fs::path in = fs::path(DG_CLI_TEST_DIR) / ".." / "fuzz" / "corpus" /
-                "roundtrip_misaligned_empty_shape.fb";
+  fs::path in =
+      fs::path(DG_CLI_TEST_DIR) / ".." / "fuzz" / "corpus" / "roundtrip_misaligned_empty_shape.fb";
   fs::path out = tmp("rt.fb");
   Proc first = dyngen({"inspect", in.string()});
   ASSERT_EQ(first.code, 0) << first.err;
@@ -244,8 +244,9 @@ TEST_F(CliTest, ConvertedFileInspectsAsTheOriginal) {
 // A constant the text form holds and graph.fb cannot is refused by the writer, not written.
 TEST_F(CliTest, ConvertRefusesAConstantBeyondTheFormat) {
   fs::path text = tmp("big.dgir"), out = tmp("big.fb");
-  write_all(text, "graph @big\nsym s in [2, inf] div 1\ninput %n: sym s - 9223372036854775807 - 1\n"
-                  "input %x: f32[s]\noutput %x\n");
+  write_all(text,
+            "graph @big\nsym s in [2, inf] div 1\ninput %n: sym s - 9223372036854775807 - 1\n"
+            "input %x: f32[s]\noutput %x\n");
   Proc r = dyngen({"convert", text.string(), out.string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("beyond +-2^62"), std::string::npos) << r.err;

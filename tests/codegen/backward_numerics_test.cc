@@ -117,7 +117,9 @@ TEST(BackwardNumerics, OlmoeAround64) {
 TEST(BackwardNumerics, OlmoeAround128) {
   check_token_counts(seed_backward(2048, 1024, 16), "s77", {127, 128, 129});
 }
-TEST(BackwardNumerics, Olmoe500) { check_token_counts(seed_backward(2048, 1024, 16), "s77", {500}); }
+TEST(BackwardNumerics, Olmoe500) {
+  check_token_counts(seed_backward(2048, 1024, 16), "s77", {500});
+}
 
 // Sizes that are no tile multiple: hidden 320, ffn 200, r = 64.
 TEST(BackwardNumerics, NoTileMultipleSmall) {
@@ -131,8 +133,12 @@ TEST(BackwardNumerics, NoTileMultipleLarge) {
 TEST(BackwardNumerics, Phi35MoeOneToken) {
   check_token_counts(seed_backward(4096, 6400, 16), "s77", {1});
 }
-TEST(BackwardNumerics, Phi35Moe17) { check_token_counts(seed_backward(4096, 6400, 16), "s77", {17}); }
-TEST(BackwardNumerics, Phi35Moe65) { check_token_counts(seed_backward(4096, 6400, 16), "s77", {65}); }
+TEST(BackwardNumerics, Phi35Moe17) {
+  check_token_counts(seed_backward(4096, 6400, 16), "s77", {17});
+}
+TEST(BackwardNumerics, Phi35Moe65) {
+  check_token_counts(seed_backward(4096, 6400, 16), "s77", {65});
+}
 
 // A DBRX-style expert backward at a reduced size: SwiGLU without LoRA, weights as strided slices
 // of fused parameters (two kernels: the down GEMM with the SwiGLU backward, the K-concatenated

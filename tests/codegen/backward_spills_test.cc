@@ -31,7 +31,8 @@ Graph load(const std::string& name) {
 std::string spills(const std::string& log, const std::set<std::string>& exempt, int* kernels) {
   std::string bad, current;
   std::istringstream lines(log);
-  std::regex entry(R"(entry function '([^']+)')"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::regex entry(R"(entry function '([^']+)')"),
+      spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   *kernels = 0;
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;

@@ -1,12 +1,13 @@
 // Every op of the catalog: its generated source compiles with NVRTC for sm_80 and sm_90a, and its
 // kernels, run under host emulation for several extents, match the reference evaluator.
+#include "codegen/emit_cuda.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
-#include "codegen/emit_cuda.h"
 #include "ir/verifier.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"

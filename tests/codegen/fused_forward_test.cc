@@ -6,17 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "codegen/emit_cuda.h"
 #include "ir/text_format.h"
 #include "passes/pipeline.h"
-#include "runtime/emu/device_headers.h"
-#include "runtime/nvrtc_compiler.h"
 #include "runtime/compiler.h"
+#include "runtime/emu/device_headers.h"
 #include "runtime/host_run.h"
+#include "runtime/nvrtc_compiler.h"
 
 namespace dg {
 namespace {
@@ -106,8 +106,10 @@ std::vector<ShapeCase> all_cases() {
     cases.push_back({"olmoe_s" + std::to_string(s), &olmoe, "s77", s});
     cases.push_back({"ragged_320_200_r64_s" + std::to_string(s), &ragged, "s77", s});
   }
-  for (int64_t s : {1, 17, 65}) cases.push_back({"phimoe_s" + std::to_string(s), &phimoe, "s77", s});
-  for (int64_t s : {0, 1, 33, 130}) cases.push_back({"dbrx_s" + std::to_string(s), &dbrx_expert, "s", s});
+  for (int64_t s : {1, 17, 65})
+    cases.push_back({"phimoe_s" + std::to_string(s), &phimoe, "s77", s});
+  for (int64_t s : {0, 1, 33, 130})
+    cases.push_back({"dbrx_s" + std::to_string(s), &dbrx_expert, "s", s});
   return cases;
 }
 
@@ -129,8 +131,8 @@ TEST(FusedForwardPlan, SeedForwardRunsAsAtMostFourKernels) {
     tensor_core += k.summary.find("[tensor cores") != std::string::npos;
   EXPECT_EQ(tensor_core, 2) << listing;  // gate/up and down
   // Workspace: the rank-r products (3 x 16 f32) and the SwiGLU output (1024 bf16) per token.
-  auto bytes = plan.workspace_bytes.evaluate(
-      [](const SymExpr&) -> std::optional<int64_t> { return 1000; });
+  auto bytes =
+      plan.workspace_bytes.evaluate([](const SymExpr&) -> std::optional<int64_t> { return 1000; });
   ASSERT_TRUE(bytes.has_value()) << plan.workspace_bytes.to_string();
   EXPECT_LE(*bytes, 1000 * (3 * 16 * 4 + 1024 * 2) + 4 * 256) << listing;
   std::cout << listing << "workspace: " << plan.workspace_bytes.to_string() << "\n";
@@ -167,7 +169,8 @@ void compile_and_check(const Graph& g, std::initializer_list<int64_t> sizes, int
     ASSERT_TRUE(inputs.ok()) << inputs.message();
     auto checks = check_against_reference(g, *o.executable, inputs.value());
     ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+    for (const OutputCheck& c : checks.value())
+      EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
   }
 }
 
@@ -186,8 +189,10 @@ output %a, %b
 )");
   KernelPlan plan = emit_cuda(run_pipeline(g));
   ASSERT_EQ(plan.kernels.size(), 2u);
-  EXPECT_NE(plan.kernels[0].summary.find("[scalar tile"), std::string::npos) << plan.kernels[0].summary;
-  EXPECT_NE(plan.kernels[1].summary.find("[tensor cores"), std::string::npos) << plan.kernels[1].summary;
+  EXPECT_NE(plan.kernels[0].summary.find("[scalar tile"), std::string::npos)
+      << plan.kernels[0].summary;
+  EXPECT_NE(plan.kernels[1].summary.find("[tensor cores"), std::string::npos)
+      << plan.kernels[1].summary;
   compile_and_check(g, {0, 3, 70}, 5);
 }
 
@@ -248,7 +253,8 @@ output %r, %m, %b
     ASSERT_TRUE(inputs.ok()) << inputs.message();
     auto checks = check_against_reference(g, *o.executable, inputs.value());
     ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value()) EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+    for (const OutputCheck& c : checks.value())
+      EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
   }
 }
 

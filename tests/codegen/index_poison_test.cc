@@ -19,7 +19,8 @@ std::shared_ptr<Executable> compile_host(const Graph& g) {
   CompileRequest req;
   req.target = "host";
   const char* d = std::getenv("DYNGEN_CACHE_DIR");
-  req.cache_dir = d ? d : (std::filesystem::temp_directory_path() / "dyngen-codegen-test-cache").string();
+  req.cache_dir =
+      d ? d : (std::filesystem::temp_directory_path() / "dyngen-codegen-test-cache").string();
   CompileOutcome o = compile_graph(g, req);
   EXPECT_TRUE(o.ok()) << o.error;
   return o.executable;
@@ -57,9 +58,9 @@ TEST(IndexPoison, BadIndicesGiveNaNNotWrongValues) {
   auto bad = run_on_host(*exe, {xt, make_tensor(DType::kI64, {2}, {1, 7}), st, rt});
   ASSERT_TRUE(bad.ok()) << bad.message();
   const std::vector<HostTensor>& out = bad.value();
-  EXPECT_EQ(out[0].get(0), 2);                    // the good row is read
-  EXPECT_TRUE(std::isnan(out[0].get(2)));         // the bad one is NaN, not 0 or garbage
-  EXPECT_EQ(out[1].get(2), 12);                   // x[1][0] + 10: the good contribution
+  EXPECT_EQ(out[0].get(0), 2);             // the good row is read
+  EXPECT_TRUE(std::isnan(out[0].get(2)));  // the bad one is NaN, not 0 or garbage
+  EXPECT_EQ(out[1].get(2), 12);            // x[1][0] + 10: the good contribution
   EXPECT_TRUE(std::isnan(out[1].get(0)) && std::isnan(out[1].get(1)));  // poison in row 0
   EXPECT_EQ(out[2].get(2), 10);
   EXPECT_TRUE(std::isnan(out[2].get(0)));

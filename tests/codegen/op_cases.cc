@@ -10,7 +10,8 @@ namespace {
 struct CaseBuilder {
   std::vector<OpCase>* out;
 
-  void add(const std::string& name, OpKind op, const std::function<void(GraphBuilder&, SymExpr)>& body) {
+  void add(const std::string& name, OpKind op,
+           const std::function<void(GraphBuilder&, SymExpr)>& body) {
     GraphBuilder b(name);
     SymExpr n = b.symbol("n", 0);
     body(b, n);
@@ -62,8 +63,9 @@ void add_issue10_cases(CaseBuilder& c) {
     // A permutation of 0..n-1 (n-1 down to 0), so no index repeats.
     ValueId x = b.input(DType::kBF16, {n, 12});
     ValueId src = b.input(DType::kBF16, {n, 12});
-    ValueId ones = b.op(OpKind::kFull, {},
-                        {{"dtype", DType::kI64}, {"value", 1.0}, {"shape", std::vector<SymExpr>{n}}});
+    ValueId ones =
+        b.op(OpKind::kFull, {},
+             {{"dtype", DType::kI64}, {"value", 1.0}, {"shape", std::vector<SymExpr>{n}}});
     ValueId count = b.op(OpKind::kSymConstant, {},
                          {{"dtype", DType::kI64}, {"value", std::vector<SymExpr>{n}}});
     ValueId idx = b.op(OpKind::kSub, {count, b.op(OpKind::kCumsum, {ones}, {{"dim", int64_t{0}}})});
@@ -93,10 +95,15 @@ void add_issue10_cases(CaseBuilder& c) {
     ValueId y = b.input(DType::kF16, {k24});
     ValueId s = b.op(OpKind::kSilu, {b.op(OpKind::kMul, {x, y})});
     b.output(b.op(OpKind::kAdd, {s, x}));
-    b.output(b.op(OpKind::kCast, {s, }, {{"dtype", DType::kBF16}}));
+    b.output(b.op(OpKind::kCast,
+                  {
+                      s,
+                  },
+                  {{"dtype", DType::kBF16}}));
     b.output(b.op(OpKind::kGt, {x, y}));
-    b.output(b.op(OpKind::kFull, {},
-                  {{"dtype", DType::kF16}, {"value", 65519.0}, {"shape", std::vector<SymExpr>{n}}}));
+    b.output(
+        b.op(OpKind::kFull, {},
+             {{"dtype", DType::kF16}, {"value", 65519.0}, {"shape", std::vector<SymExpr>{n}}}));
   });
   c.add("f16_linear_reduce_layout", OpKind::kLinear, [](GraphBuilder& b, SymExpr n) {
     ValueId x = b.input(DType::kF16, {n, 40});
@@ -128,8 +135,9 @@ std::vector<OpCase> all_op_cases() {
   });
   c.add("full", OpKind::kFull, [](GraphBuilder& b, SymExpr n) {
     b.input(DType::kF32, {n});
-    b.output(b.op(OpKind::kFull, {},
-                  {{"dtype", DType::kBF16}, {"value", -2.25}, {"shape", std::vector<SymExpr>{n, 5}}}));
+    b.output(
+        b.op(OpKind::kFull, {},
+             {{"dtype", DType::kBF16}, {"value", -2.25}, {"shape", std::vector<SymExpr>{n, 5}}}));
   });
   c.add("cast", OpKind::kCast, [&](GraphBuilder& b, SymExpr n) {
     ValueId x = b.input(DType::kF32, {n, k24});
@@ -147,9 +155,9 @@ std::vector<OpCase> all_op_cases() {
       b.output(b.op(op, {x}));
     });
   }
-  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMaximum,
-                    OpKind::kMinimum, OpKind::kPow, OpKind::kSiluBackward,
-                    OpKind::kSigmoidBackward}) {
+  for (OpKind op :
+       {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMaximum, OpKind::kMinimum,
+        OpKind::kPow, OpKind::kSiluBackward, OpKind::kSigmoidBackward}) {
     c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
       // bf16[n, 24] with f32[24] broadcast: promotion to f32 as in PyTorch.
       ValueId x = b.input(DType::kBF16, {n, k24});
@@ -221,11 +229,15 @@ std::vector<OpCase> all_op_cases() {
   c.add("slice", OpKind::kSlice, [](GraphBuilder& b, SymExpr n) {
     ValueId x = b.input(DType::kBF16, {n, 30});
     b.output(b.op(OpKind::kSlice, {x},
-                  {{"dim", int64_t{1}}, {"start", std::vector<SymExpr>{3}},
-                   {"end", std::vector<SymExpr>{29}}, {"step", int64_t{4}}}));
+                  {{"dim", int64_t{1}},
+                   {"start", std::vector<SymExpr>{3}},
+                   {"end", std::vector<SymExpr>{29}},
+                   {"step", int64_t{4}}}));
     b.output(b.op(OpKind::kSlice, {x},
-                  {{"dim", int64_t{0}}, {"start", std::vector<SymExpr>{0}},
-                   {"end", std::vector<SymExpr>{n}}, {"step", int64_t{2}}}));
+                  {{"dim", int64_t{0}},
+                   {"start", std::vector<SymExpr>{0}},
+                   {"end", std::vector<SymExpr>{n}},
+                   {"step", int64_t{2}}}));
   });
   c.add("cat", OpKind::kCat, [](GraphBuilder& b, SymExpr n) {
     ValueId x = b.input(DType::kF32, {n, 5});

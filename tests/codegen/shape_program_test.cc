@@ -1,17 +1,23 @@
+#include "runtime/shape_program.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
-
-#include "runtime/shape_program.h"
 
 namespace dg {
 namespace {
 
 TEST(ShapeProgram, EvaluatesLikeSymExprEvaluate) {
   SymExpr s = SymExpr::symbol("s", 0, 1 << 20), t = SymExpr::symbol("t", 1, 64);
-  std::vector<SymExpr> exprs = {
-      SymExpr(7), s, s * t + 3, floordiv(s + 63, 64), mod(s * 3 + 1, 16), max(s, t * 4),
-      min(floordiv(s * t, 5), SymExpr(65535)), (s + 1) * (s - t), ceildiv(s * 2048, SymExpr(256))};
+  std::vector<SymExpr> exprs = {SymExpr(7),
+                                s,
+                                s * t + 3,
+                                floordiv(s + 63, 64),
+                                mod(s * 3 + 1, 16),
+                                max(s, t * 4),
+                                min(floordiv(s * t, 5), SymExpr(65535)),
+                                (s + 1) * (s - t),
+                                ceildiv(s * 2048, SymExpr(256))};
   ShapeProgram p = ShapeProgram::compile({s, t}, exprs);
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 500; ++trial) {

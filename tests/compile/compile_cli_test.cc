@@ -37,12 +37,14 @@ bool has(const std::string& text, const std::string& fragment) {
 
 TEST(CompileCli, SecondProcessHitsTheDiskCache) {
   fs::path dir = fresh_dir("hit");
-  CliResult first = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  CliResult first =
+      run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(first.exit_code, 0) << first.out;
   nlohmann::json first_json = cli_json(first);
   EXPECT_EQ(first_json.at("cache_hit"), false) << first.out;
   EXPECT_EQ(first_json.at("nvrtc_compiles"), 1) << first.out;
-  CliResult second = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  CliResult second =
+      run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(second.exit_code, 0) << second.out;
   nlohmann::json second_json = cli_json(second);
   EXPECT_EQ(second_json.at("cache_hit"), true) << second.out;
@@ -74,8 +76,10 @@ TEST(CompileCli, EightConcurrentCompilesIntoAnEmptyFolderAllSucceed) {
   EXPECT_EQ(verify.exit_code, 0) << verify.out;
   int entries = 0, stray = 0;
   for (auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".dgk") ++entries;
-    else ++stray;
+    if (e.path().extension() == ".dgk")
+      ++entries;
+    else
+      ++stray;
   }
   EXPECT_EQ(entries, 1) << "one graph, one arch: one entry";
   EXPECT_EQ(stray, 0) << "no temporary files left behind";
@@ -84,7 +88,8 @@ TEST(CompileCli, EightConcurrentCompilesIntoAnEmptyFolderAllSucceed) {
 
 TEST(CompileCli, CorruptedEntryIsDetectedAndRebuilt) {
   fs::path dir = fresh_dir("corrupt");
-  ASSERT_EQ(run_cli("compile " + fixture() + " --arch sm_90a --cache-dir " + dir.string()).exit_code, 0);
+  ASSERT_EQ(
+      run_cli("compile " + fixture() + " --arch sm_90a --cache-dir " + dir.string()).exit_code, 0);
   fs::path entry;
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".dgk") entry = e.path();
@@ -96,7 +101,8 @@ TEST(CompileCli, CorruptedEntryIsDetectedAndRebuilt) {
   }
   CliResult verify = run_cli("cache verify --cache-dir " + dir.string());
   EXPECT_EQ(verify.exit_code, 4) << verify.out;
-  CliResult again = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
+  CliResult again =
+      run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + dir.string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(cli_json(again).at("nvrtc_compiles"), 1) << again.out;
   EXPECT_EQ(run_cli("cache verify --cache-dir " + dir.string()).exit_code, 0);
@@ -108,7 +114,8 @@ TEST(CompileCli, UnwritableCacheFolderStillCompiles) {
   // cannot be created by anyone.
   fs::path file = fresh_dir("rofile");
   std::ofstream(file) << "not a folder";
-  CliResult r = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " + (file / "cache").string());
+  CliResult r = run_cli("compile " + fixture() + " --arch sm_90a --json --cache-dir " +
+                        (file / "cache").string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(cli_json(r).at("nvrtc_compiles"), 1) << r.out;
   fs::remove(file);
@@ -147,15 +154,21 @@ TEST(CompileCli, EmitWritesTheSourceAndTheIrAfterEachPass) {
     if (e.path().extension() == ".dgir") stages.push_back(e.path().filename().string());
   std::sort(stages.begin(), stages.end());
   // One file per pass of passes/pipeline.cc, numbered in pipeline order.
-  std::vector<std::string> expected{
-      "0_input.dgir",          "1_cse.dgir",
-      "2_fold_casts.dgir",     "3_fold_permutes.dgir",
-      "4_dce.dgir",            "5_split_weight_grads.dgir",
-      "6_hoist_gemm_scale.dgir", "7_concat_gemm_k.dgir",
-      "8_fuse_lora_linear.dgir", "9_fuse_gate_up.dgir",
-      "10_fuse_operand_views.dgir", "11_fuse_pointwise.dgir",
-      "12_fuse_concat_operands.dgir", "13_fuse_epilogue_producers.dgir",
-      "14_group_independent_gemms.dgir"};
+  std::vector<std::string> expected{"0_input.dgir",
+                                    "1_cse.dgir",
+                                    "2_fold_casts.dgir",
+                                    "3_fold_permutes.dgir",
+                                    "4_dce.dgir",
+                                    "5_split_weight_grads.dgir",
+                                    "6_hoist_gemm_scale.dgir",
+                                    "7_concat_gemm_k.dgir",
+                                    "8_fuse_lora_linear.dgir",
+                                    "9_fuse_gate_up.dgir",
+                                    "10_fuse_operand_views.dgir",
+                                    "11_fuse_pointwise.dgir",
+                                    "12_fuse_concat_operands.dgir",
+                                    "13_fuse_epilogue_producers.dgir",
+                                    "14_group_independent_gemms.dgir"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(stages, expected);
   // A disabled pass is skipped, and says so by its absence.
@@ -177,13 +190,15 @@ TEST(CompileCli, BadInputsGetTheirExitCodes) {
   std::ofstream(dir / "f64.dgir") << "graph @g\nsym n in [0, inf] div 1\ninput %x: f64[4, 2]\n"
                                      "input %i: i64[n]\ninput %s: f64[n, 2]\n"
                                      "%y: f64[4, 2] = index_add(%x, %i, %s) {dim = 0}\noutput %y\n";
-  CliResult f64 = run_cli("compile " + (dir / "f64.dgir").string() + " --cache-dir " + dir.string());
+  CliResult f64 =
+      run_cli("compile " + (dir / "f64.dgir").string() + " --cache-dir " + dir.string());
   EXPECT_EQ(f64.exit_code, 3) << f64.out;
   EXPECT_TRUE(has(f64.out, "index_add on f64")) << f64.out;
   // float16 compiles (it was refused before it had kernels).
   std::ofstream(dir / "f16.dgir") << "graph @g\nsym n in [0, inf] div 1\ninput %x: f16[n, 4]\n"
                                      "%y: f16[n, 4] = exp(%x)\noutput %y\n";
-  CliResult f16 = run_cli("compile " + (dir / "f16.dgir").string() + " --cache-dir " + dir.string());
+  CliResult f16 =
+      run_cli("compile " + (dir / "f16.dgir").string() + " --cache-dir " + dir.string());
   EXPECT_EQ(f16.exit_code, 0) << f16.out;
   fs::remove_all(dir);
 }

@@ -24,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& tag) {
-  fs::path d = fs::temp_directory_path() / ("dyngen-prebuild-" + tag + "-" + std::to_string(getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("dyngen-prebuild-" + tag + "-" + std::to_string(getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -67,8 +68,8 @@ TEST(Prebuild, KeyWrittenForSm90aIsTheKeyOfAnH200) {
 
 TEST(Prebuild, CompileManyFilesForSeveralArchsThenAllAreCached) {
   fs::path dir = fresh_dir("many");
-  const std::string args = "compile " + kSeed + " " + kLora +
-                           " --arch sm_80 --arch sm_90a --cache-dir " + dir.string();
+  const std::string args =
+      "compile " + kSeed + " " + kLora + " --arch sm_80 --arch sm_90a --cache-dir " + dir.string();
   auto [code, out] = run_cli(args);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("summary: 2 graphs x 2 archs = 4 binaries"), std::string::npos) << out;
@@ -92,8 +93,11 @@ TEST(Prebuild, BadFilesAreReportedAndTheRestStillCompiles) {
   auto [code, out] = run_cli("compile " + (dir / "dump").string() + " --cache-dir " + dir.string());
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("a folder without graph.fb files"), std::string::npos) << out;
-  { std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen((dir / "dump/x.fb").c_str(), "wb"), std::fclose);
-    std::fputs("not a graph", f.get()); }
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen((dir / "dump/x.fb").c_str(), "wb"),
+                                            std::fclose);
+    std::fputs("not a graph", f.get());
+  }
   auto [code2, out2] = run_cli("compile " + (dir / "dump").string() + " " + kSeed +
                                " --arch sm_90a --cache-dir " + dir.string());
   EXPECT_EQ(code2, 2) << out2;

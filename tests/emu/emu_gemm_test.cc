@@ -64,7 +64,8 @@ void run_layout(const char* kernel, bool at_layout, bool bkn, long long m, int k
 }
 
 TEST(EmuGemm, RowMajorTimesLinearWeightOverRaggedM) {
-  for (long long m : {0LL, 1LL, 2LL, 31LL, 32LL, 33LL, 70LL}) run_layout("gemm_a_b", false, false, m);
+  for (long long m : {0LL, 1LL, 2LL, 31LL, 32LL, 33LL, 70LL})
+    run_layout("gemm_a_b", false, false, m);
 }
 
 TEST(EmuGemm, KMajorBUsesLdmatrixTrans) {

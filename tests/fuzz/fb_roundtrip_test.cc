@@ -85,7 +85,8 @@ TEST(FbRoundTrip, ZeroDimTensorsAndEmptyLists) {
 }
 
 TEST(FbRoundTrip, TheFuzzerInputLoadsAndRoundTrips) {
-  std::string bytes = read_all(fs::path(DG_FUZZ_CORPUS_DIR) / "roundtrip_misaligned_empty_shape.fb");
+  std::string bytes =
+      read_all(fs::path(DG_FUZZ_CORPUS_DIR) / "roundtrip_misaligned_empty_shape.fb");
   LoadResult r = load_graph_fb(bytes.data(), bytes.size());
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_NE(print_graph(r.graph).find("shape = []"), std::string::npos);

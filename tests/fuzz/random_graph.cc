@@ -51,7 +51,7 @@ class RandomGraph {
 
   DType dtype() {
     static const DType kAll[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kF64,
-                                 DType::kI64, DType::kI32, DType::kBool};
+                                 DType::kI64, DType::kI32,  DType::kBool};
     return kAll[pick(0, 6)];
   }
 
@@ -59,9 +59,12 @@ class RandomGraph {
     if (symbols_.empty() || pick(0, 2) == 0) return SymExpr(pick(1, 8));
     SymExpr s = symbols_[pick(0, symbols_.size() - 1)];
     switch (pick(0, 3)) {
-      case 0: return s + pick(1, 3);
-      case 1: return pick(2, 4) * s;
-      default: return s;
+      case 0:
+        return s + pick(1, 3);
+      case 1:
+        return pick(2, 4) * s;
+      default:
+        return s;
     }
   }
 
@@ -76,15 +79,20 @@ class RandomGraph {
     if (in.empty() || pick(0, 3) == 0) return shape();
     std::vector<SymExpr> s = b_.graph().tensor(in[pick(0, in.size() - 1)]).shape;
     switch (pick(0, 3)) {
-      case 0: std::shuffle(s.begin(), s.end(), rng_); break;
-      case 1: s.insert(s.begin(), dim()); break;
+      case 0:
+        std::shuffle(s.begin(), s.end(), rng_);
+        break;
+      case 1:
+        s.insert(s.begin(), dim());
+        break;
       case 2: {  // flattened
         SymExpr n = 1;
         for (const SymExpr& d : s) n = n * d;
         s = {n};
         break;
       }
-      default: break;
+      default:
+        break;
     }
     return s;
   }
@@ -99,7 +107,12 @@ class RandomGraph {
   }
 
   double value() {
-    static const double kSpecial[] = {0.0, -0.0, 1.0, -1.5, 1e-5, 3.0,
+    static const double kSpecial[] = {0.0,
+                                      -0.0,
+                                      1.0,
+                                      -1.5,
+                                      1e-5,
+                                      3.0,
                                       std::numeric_limits<double>::infinity(),
                                       -std::numeric_limits<double>::infinity(),
                                       std::numeric_limits<double>::quiet_NaN()};
@@ -112,15 +125,19 @@ class RandomGraph {
     Attrs a;
     if (pick(0, 1)) a.set("dtype", dtype());
     if (pick(0, 1)) {
-      if (pick(0, 3) == 0) a.set("shape", std::vector<int64_t>{});
-      else a.set("shape", shape_like(in));
+      if (pick(0, 3) == 0)
+        a.set("shape", std::vector<int64_t>{});
+      else
+        a.set("shape", shape_like(in));
     }
     if (pick(0, 1)) a.set("dims", axes(in));
     if (pick(0, 2) == 0) a.set("keepdim", int64_t{pick(0, 1)});
     if (pick(0, 1)) a.set("dim", int64_t{pick(-2, 2)});
     if (pick(0, 1)) {
-      if (pick(0, 3) == 0 && !symbols_.empty()) a.set("value", std::vector<SymExpr>{dim()});
-      else a.set("value", value());
+      if (pick(0, 3) == 0 && !symbols_.empty())
+        a.set("value", std::vector<SymExpr>{dim()});
+      else
+        a.set("value", value());
     }
     if (pick(0, 2) == 0) {
       a.set("start", std::vector<SymExpr>{SymExpr(pick(0, 1))});

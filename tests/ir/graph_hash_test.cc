@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -113,7 +112,8 @@ TEST(IrSha256, KnownAnswers) {
   EXPECT_EQ(sha256_hex(two_blocks),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   const std::string million(1000000, 'a');
-  EXPECT_EQ(sha256_hex(million), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(sha256_hex(million),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   Sha256 h;
   for (size_t at = 0, step = 1; at < million.size(); at += step, step = step * 3 % 1000 + 1)
     h.update(million.data() + at, std::min(step, million.size() - at));

@@ -80,12 +80,11 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
   PipelineOptions opts;
   opts.after_pass = [&](const std::string& name, const Graph&) { ran.push_back(name); };
   Graph out = run_pipeline(seed.graph, opts);
-  EXPECT_EQ(ran, (std::vector<std::string>{"input", "cse", "fold_casts", "fold_permutes", "dce",
-                                           "split_weight_grads", "hoist_gemm_scale",
-                                           "concat_gemm_k", "fuse_lora_linear", "fuse_gate_up",
-                                           "fuse_operand_views", "fuse_pointwise",
-                                           "fuse_concat_operands", "fuse_epilogue_producers",
-                                           "group_independent_gemms"}));
+  EXPECT_EQ(ran, (std::vector<std::string>{
+                     "input", "cse", "fold_casts", "fold_permutes", "dce", "split_weight_grads",
+                     "hoist_gemm_scale", "concat_gemm_k", "fuse_lora_linear", "fuse_gate_up",
+                     "fuse_operand_views", "fuse_pointwise", "fuse_concat_operands",
+                     "fuse_epilogue_producers", "group_independent_gemms"}));
   auto count = [](const Graph& g, OpKind op) {
     int n = 0;
     for (const Node& node : g.nodes) n += node.op == op;
@@ -100,7 +99,8 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
 // Note [Weight-gradient groups]: the six LoRA weight gradients of the seed's backward (K = s77)
 // become one group, and their scaled-gradient prologues move into it.
 TEST(PassesGolden, SeedBackwardWeightGradientsFormOneGroup) {
-  for (const char* fixture : {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir"}) {
+  for (const char* fixture :
+       {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir"}) {
     ParseResult parsed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / fixture));
     ASSERT_TRUE(parsed.ok()) << parsed.error;
     Graph out = run_pipeline(parsed.graph);

@@ -2,8 +2,8 @@
 // entry, never a partial entry), the per-architecture stats, and the stored key's form.
 #include "runtime/cache_prune.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <ctime>
@@ -158,8 +158,8 @@ TEST(CacheStats, CountsEntriesAndBytesPerArchCompilerAndVersion) {
   DiskCacheOptions o;
   o.dir = t.path();
   DiskCache c(o);
-  const std::string a = key_for("sm_90a", "nvrtc 12.8", "1"), b = key_for("sm_90a", "nvrtc 12.8", "2"),
-                    h = key_for("host", "g++ 12", "3");
+  const std::string a = key_for("sm_90a", "nvrtc 12.8", "1"),
+                    b = key_for("sm_90a", "nvrtc 12.8", "2"), h = key_for("host", "g++ 12", "3");
   ASSERT_TRUE(c.put(a, "aaaa").ok());
   ASSERT_TRUE(c.put(b, "bb").ok());
   ASSERT_TRUE(c.put(h, "h").ok());
@@ -179,9 +179,10 @@ TEST(CacheStats, CountsEntriesAndBytesPerArchCompilerAndVersion) {
   int code = 0;
   std::string out = run({"stats", "--json", "--cache-dir", t.path()}, &code);
   EXPECT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("\"by_arch\":{\"host\":{\"entries\":1,\"bytes\":" +
-                     std::to_string(encode_cache_entry(h, "h").size()) + "},\"sm_90a\":{\"entries\":2"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("\"by_arch\":{\"host\":{\"entries\":1,\"bytes\":" +
+               std::to_string(encode_cache_entry(h, "h").size()) + "},\"sm_90a\":{\"entries\":2"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("\"by_compiler\":{\"g++ 12\":{\"entries\":1"), std::string::npos) << out;
 }

@@ -104,8 +104,7 @@ TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
       ASSERT_TRUE(sass.count(k.name)) << k.name << " is not in the SASS listing";
       if (k.tensor_flops == SymExpr(0)) continue;  // not a bf16 GEMM
       bool expect_hmma = !bf16_gemm_on_scalar_tile_by_design(GetParam().name);
-      EXPECT_EQ(uses_tensor_cores(sass[k.name]), expect_hmma)
-          << k.name << ": " << k.summary;
+      EXPECT_EQ(uses_tensor_cores(sass[k.name]), expect_hmma) << k.name << ": " << k.summary;
     }
   }
 }
