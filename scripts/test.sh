@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# All tests: set-up, the Python style checks (scripts/lint.sh), then the C++ suite (ctest) and the
-# Python suite (pytest).
+# All tests: set-up, the style checks (scripts/lint.sh: ruff and clang-format), then the C++ suite
+# (ctest) and the Python suite (pytest).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
