@@ -9,7 +9,7 @@ cd "$repo"
 
 packages=(cmake g++ make clang libclang-rt-14-dev flatbuffers-compiler libflatbuffers-dev
           librange-v3-dev nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
-          python3-venv ccache)
+          python3-venv ccache clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
