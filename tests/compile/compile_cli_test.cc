@@ -139,7 +139,7 @@ TEST(CompileCli, RunAcceptsTheFusedBackwardsRounding) {
   std::string graph = std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp_backward.dgir";
   CliResult r = run_cli("run " + graph + " --bind s77=2 --cache-dir " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_FALSE(json_has(r.out, "MISMATCH")) << r.out;
+  EXPECT_FALSE(has(r.out, "MISMATCH")) << r.out;
   fs::remove_all(dir);
 }
 
