@@ -50,9 +50,9 @@ inline const std::vector<GemmMutant>& gemm_mutants() {
       {"commit_only_when_loading",
        "no empty commit groups at the end of K, so wait_group<kStages - 2> leaves the last "
        "tiles in flight",
-       {{"                                            k_begin + next * Tile::BK, k_end, aligned);\n"
+       {{"                                            k_end, aligned);\n"
          "    }\n    dg_cp_async_commit();\n",
-         "                                            k_begin + next * Tile::BK, k_end, aligned);\n"
+         "                                            k_end, aligned);\n"
          "      dg_cp_async_commit();\n    }\n"}}},
       {"prefetch_into_current_stage",
        "the prefetch goes to stage kt % kStages, the one about to be read",
