@@ -112,18 +112,22 @@ class DyngenCompiler(ThunderCompiler):
             fn = self._thunder(gm, sample_args, name, **compile_options)
         return graph_check.wrap(name, gm, fn)  # Note [Checking graphs against eager]
 
+    def _compile_dynamic(self, gm, sample_args, rec):
+        """dyngen's AOTAutograd compile of one Dynamo graph, its parts reported into `rec`."""
+        return compile_dynamic(
+            gm,
+            sample_args,
+            rec["graph"],
+            report=rec["parts"].append,
+            prebuild_archs=self.prebuild_archs,
+        )
+
     def _dyngen(self, gm, sample_args, name):
         bump("dynamic_graphs")
         rec = {"graph": name, "kind": "dyngen", "reason": "symbolic shapes", "parts": []}
         self.graphs.append(rec)
         try:
-            fn = compile_dynamic(
-                gm,
-                sample_args,
-                name,
-                report=rec["parts"].append,
-                prebuild_archs=self.prebuild_archs,
-            )
+            fn = self._compile_dynamic(gm, sample_args, rec)
         except RestartAnalysis as e:  # Note [Dynamo restarts]
             rec.update(kind="retraced", reason=f"Dynamo traces it again: {type(e).__name__}")
             log.info("%s: %s", name, rec["reason"])
@@ -161,13 +165,7 @@ class DyngenCompiler(ThunderCompiler):
         runs it when dyngen fails too."""
         name = rec["graph"]
         try:
-            fn = compile_dynamic(
-                gm,
-                sample_args,
-                name,
-                report=rec["parts"].append,
-                prebuild_archs=self.prebuild_archs,
-            )
+            fn = self._compile_dynamic(gm, sample_args, rec)
         except (FallbackError, RestartAnalysis):  # Note [Dynamo restarts]
             raise
         except Exception as e:  # noqa: BLE001
