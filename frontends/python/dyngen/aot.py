@@ -19,10 +19,12 @@ from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import DataDependentOutputException
 
 from .compiled import compile_graph
+from .core.ir import IRTypeError
 from .counters import bump, count_where, record_fallback
 from .errors import FallbackError, Unsupported
 from .options import log
 from .partition import compile_partial
+from .pinned import PinnedGraph
 from .views import with_true_views
 
 aten = torch.ops.aten
@@ -56,8 +58,8 @@ def _compile_or_eager(
         part = {"graph": name, "where": "dyngen", "dyngen_ops": n_ops, "aten_ops": 0, "reason": ""}
     except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
         raise
-    except Unsupported as e:
-        part = _partial(gm, name, str(e))
+    except (Unsupported, IRTypeError) as e:
+        part = _pinned(gm, example_inputs, name, e, prebuild_archs)
         fn = part.pop("fn")
     except Exception as e:  # noqa: BLE001 - an internal error: this graph runs as ATen ops
         part = {
@@ -94,6 +96,35 @@ def _compile_or_eager(
     if report is not None:
         report(part)
     return make_boxed_func(with_true_views(gm, fn))  # Note [Outputs that are views]
+
+
+def _pinned(gm, example_inputs, name: str, error: Exception, prebuild_archs) -> dict:
+    """The graph under Dynamo's guards and pinned symbols (Note [Pinned symbols]); when that does
+    not export either, in parts (an Unsupported op) or as ATen ops (an IR typing error)."""
+    n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    whole = {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n_ops, "fn": gm}
+    whole["reason"] = f"{type(error).__name__}: {error}"
+
+    def fallback():
+        return (_partial(gm, name, str(error)) if isinstance(error, Unsupported) else whole)["fn"]
+
+    try:
+        fn = PinnedGraph(gm, example_inputs, name, prebuild_archs, fallback)
+    except FallbackError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the symbolic failure stands
+        log.debug("%s: pinning symbols did not help: %s: %s", name, type(e).__name__, e)
+        return _partial(gm, name, str(error)) if isinstance(error, Unsupported) else whole
+    pins = ", ".join(str(s) for s in fn.pinned) or "none"
+    return {
+        "graph": name,
+        "where": "dyngen",
+        "dyngen_ops": n_ops,
+        "aten_ops": 0,
+        "fn": fn,
+        "pinned": pins,
+        "reason": "",
+    }
 
 
 def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:

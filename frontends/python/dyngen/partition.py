@@ -28,7 +28,7 @@ from .compiled import compile_graph
 from .fx.export import unsupported_reason
 from .fx.lowering import op_key
 from .fx.random_draws import hoist_random_draws
-from .fx.values import meta_val
+from .fx.values import meta_val, symbol_sources
 
 aten = torch.ops.aten
 
@@ -58,21 +58,6 @@ def _free_symbols(v) -> set:
         for x in v:
             out |= _free_symbols(x)
     return out
-
-
-def symbol_sources(gm: torch.fx.GraphModule) -> dict:
-    """Each sympy symbol -> (node, dim) where it first appears whole: a tensor's dim d, or a
-    SymInt node's value (dim None)."""
-    src: dict = {}
-    for n in gm.graph.nodes:
-        v = meta_val(n)
-        if isinstance(v, torch.SymInt) and v.node.expr.is_Symbol:
-            src.setdefault(v.node.expr, (n, None))
-        elif isinstance(v, torch.Tensor):
-            for d, s in enumerate(v.shape):
-                if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
-                    src.setdefault(s.node.expr, (n, d))
-    return src
 
 
 def _symint_of(node: torch.fx.Node, dim):

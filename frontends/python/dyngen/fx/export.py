@@ -87,9 +87,25 @@ class Exported:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-def export(gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph") -> Exported:
+@dataclass
+class SymbolChoices:
+    """What pinned.py decides for an export (Note [Pinned symbols] in pinned.py): sympy symbols
+    fixed to an int (`pins`) or replaced by an expression of other symbols (`subst`, from
+    Dynamo's equality guards)."""
+
+    pins: dict = field(default_factory=dict)
+    subst: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)  # symbol -> (lo or None, hi or None), narrowing
+
+
+def export(
+    gm: torch.fx.GraphModule,
+    example_inputs=None,
+    name: str = "graph",
+    choices: SymbolChoices | None = None,
+) -> Exported:
     """Exports `gm` to the dyngen IR; raises Unsupported naming the first op it cannot take."""
-    return _Exporter(gm, example_inputs, name).run()
+    return _Exporter(gm, example_inputs, name, choices).run()
 
 
 def unsupported_reason(node: torch.fx.Node) -> str | None:
@@ -109,8 +125,9 @@ def unsupported_reason(node: torch.fx.Node) -> str | None:
 
 
 class _Exporter:
-    def __init__(self, gm, example_inputs, name):
+    def __init__(self, gm, example_inputs, name, choices: SymbolChoices | None = None):
         self.gm = gm
+        self.choices = choices or SymbolChoices()
         self.example_inputs = list(example_inputs) if example_inputs is not None else None
         self.b = GraphBuilder(name)
         self.env: dict[torch.fx.Node, Any] = {}
@@ -122,13 +139,20 @@ class _Exporter:
     # -- symbols ------------------------------------------------------------------------------
 
     def _declare(self, s, shape_env) -> None:
-        if s in self.sym_of:
+        if s in self.sym_of or s in self.choices.pins:
+            return
+        if s in self.choices.subst:
+            for t in sorted(self.choices.subst[s].free_symbols, key=str):
+                self._declare(t, shape_env)
             return
         lo, hi = 2, POS_INF
         if shape_env is not None and s in getattr(shape_env, "var_to_range", {}):
             vr = shape_env.var_to_range[s]
             lo = _bound(vr.lower, NEG_INF)
             hi = _bound(vr.upper, POS_INF)
+        narrow_lo, narrow_hi = self.choices.ranges.get(s, (None, None))
+        lo = lo if narrow_lo is None else max(lo, narrow_lo)
+        hi = hi if narrow_hi is None else min(hi, narrow_hi)
         name = f"s{len(self.sym_of)}"
         self.sym_of[s] = self.b.symbol(name, lo, hi, 1)
         self.sym_names[name] = str(s)
@@ -157,6 +181,10 @@ class _Exporter:
         if e.is_Integer:
             return self.b.const(int(e))
         if e.is_Symbol:
+            if e in self.choices.pins:
+                return self.b.const(int(self.choices.pins[e]))
+            if e in self.choices.subst:
+                return self._from_sympy(self.choices.subst[e])
             if e not in self.sym_of:
                 raise Unsupported(
                     f"symbol {e} is not bound by any graph input (a data-dependent size)"
@@ -234,9 +262,14 @@ class _Exporter:
                 self.placeholder_vid[vid] = i
                 self.env[n] = Ref(vid)
             elif isinstance(v, torch.SymInt):
-                self.b.sym_input(self.sym(v))
+                e = self.sym(v)
+                if not e.is_symbol() and (self.choices.pins or self.choices.subst):
+                    # pinned or replaced (SymbolChoices): a value of the graph, not an argument
+                    self.env[n] = e.as_const() if e.as_const() is not None else e
+                    continue
+                self.b.sym_input(e)
                 self.inputs.append(InputSpec("placeholder", i))
-                self.env[n] = self.sym(v)
+                self.env[n] = e
             elif v is None or isinstance(v, (int, float, bool)):
                 self.env[n] = v  # specialized by Dynamo's guards: a constant of this graph
             else:

@@ -135,7 +135,7 @@ class Hoisted:
 
 
 def hoist_random_draws(gm: torch.fx.GraphModule, sources: dict) -> Hoisted:
-    """Note [Random numbers]. Rewrites gm in place; `sources`: partition.symbol_sources(gm)."""
+    """Note [Random numbers]. Rewrites gm in place; `sources`: values.symbol_sources(gm)."""
     draws = [n for n in gm.graph.nodes if _is_draw(n)]
     if not draws or not all(_shape_only(n) for n in draws):
         return Hoisted()

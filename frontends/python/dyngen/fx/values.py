@@ -25,6 +25,21 @@ def meta_val(node: torch.fx.Node):
     return node.meta.get("example_value")
 
 
+def symbol_sources(gm: torch.fx.GraphModule) -> dict:
+    """Each sympy symbol -> (node, dim) where it first appears whole: a tensor's dim d, or a
+    SymInt node's value (dim None)."""
+    src: dict = {}
+    for n in gm.graph.nodes:
+        v = meta_val(n)
+        if isinstance(v, torch.SymInt) and v.node.expr.is_Symbol:
+            src.setdefault(v.node.expr, (n, None))
+        elif isinstance(v, torch.Tensor):
+            for d, s in enumerate(v.shape):
+                if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
+                    src.setdefault(s.node.expr, (n, d))
+    return src
+
+
 def dtype_of(torch_dtype: torch.dtype, what: str) -> DType:
     d = DType.from_torch(torch_dtype)
     if d is None:
