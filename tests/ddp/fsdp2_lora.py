@@ -1,11 +1,12 @@
-"""One rank of the FSDP2 check (run by torchrun, see tests/python/test_fsdp2.py): a tiny MoE with
-PEFT LoRA sharded as lightning-thunder's benchmark_peft.py `setup_fsdp2` shards it (fully_shard on
-every nn.Linear and nn.Embedding, then on the root; bf16 MixedPrecisionPolicy;
-reshard_after_forward=True), trained side by side eagerly and compiled, each rank a different
-sequence length every step.
+"""One rank of the multi-device checks (run by torchrun, see tests/python/test_fsdp2.py and
+test_ddp.py): a tiny MoE with PEFT LoRA sharded as lightning-thunder's benchmark_peft.py
+`setup_fsdp2` shards it (fully_shard on every nn.Linear and nn.Embedding, then on the root; bf16
+MixedPrecisionPolicy; reshard_after_forward=True), or wrapped in DistributedDataParallel, trained
+side by side eagerly and compiled, each rank a different sequence length every step.
 
 Environment: FSDP_BACKEND = eager | aot_eager | dyngen | dyngen_dynamic | thunderfx (stock);
 FSDP_MODEL (a bench/moe_peft/moe_configs.json name, default OLMoE); FSDP_STEPS (8);
+FSDP_PARALLEL = fsdp2 (default) | ddp;
 FSDP_RESULT_DIR (where rank<N>.json goes); FSDP_CHECK_GRAPHS=1 also checks every Dynamo graph
 against eager on its calls (dyngen.graph_check, Note [Checking graphs against eager]).
 
@@ -34,12 +35,18 @@ import dyngen  # noqa: E402
 BACKEND = os.environ.get("FSDP_BACKEND", "dyngen")
 MODEL = os.environ.get("FSDP_MODEL", "allenai/OLMoE-1B-7B-0924")
 STEPS = int(os.environ.get("FSDP_STEPS", "8"))
-WARMUP = 3  # static first call, then the symbolic recompile, then one more for late graphs
+# Steps before "no compile": the static first call, the symbolic recompile, one more for late
+# graphs (FSDP_WARMUP). DDP of DBRX needs 5: Dynamo itself compiles frames until the fifth step
+# whatever the backend (aot_eager's compiles after each step: 44, 56, 60, 68, 71, 71, 71, 71),
+# as transformers' deprecation wrapper, one code object shared by every module class, is
+# recompiled per class and per shape.
+WARMUP = int(os.environ.get("FSDP_WARMUP", "3"))
 # Sequence lengths per step, per rank (data parallelism: each rank its own batch).
 LENGTHS = {0: [24, 32, 40, 28, 36, 22, 44, 30], 1: [36, 20, 30, 44, 26, 40, 24, 34]}
 
 
 RESHARD = os.environ.get("FSDP_RESHARD", "1") == "1"  # debugging: 0 keeps parameters unsharded
+PARALLEL = os.environ.get("FSDP_PARALLEL", "fsdp2")
 
 
 def setup_fsdp2(model, mesh):
@@ -87,7 +94,7 @@ def counters() -> dict:
 
 def lora_grads(model) -> dict:
     return {
-        n: p.grad.full_tensor().float()
+        n: (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad).float()
         for n, p in model.named_parameters()
         if "lora_" in n and p.grad is not None
     }
@@ -107,7 +114,10 @@ torch._dynamo.callback.on_compile_start(lambda *a, **k: compiles.__setitem__(0, 
 
 
 def build():
-    return setup_fsdp2(models.build(MODEL, scale="tiny", num_layers=1, seed=0).model, mesh)
+    model = models.build(MODEL, scale="tiny", num_layers=1, seed=0).model
+    if PARALLEL == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    return setup_fsdp2(model, mesh)
 
 
 # Note [Routing flips]
@@ -162,6 +172,7 @@ result = {
     "rank": rank,
     "backend": BACKEND,
     "model": MODEL,
+    "parallel": PARALLEL,
     "lengths": LENGTHS[rank][:STEPS],
     "loss_eager": [],
     "loss": [],
@@ -169,7 +180,13 @@ result = {
 }
 for step in range(STEPS):
     ids = models.batch(step, 1, LENGTHS[rank][step], vocab, seed=10 + rank, device="cpu")
+    rng = torch.random.get_rng_state()
     for m, opt, key in ((ref, opts[0], "loss_eager"), (compiled, opts[1], "loss")):
+        # Note [Same random numbers]
+        # DBRX's router multiplies its input by uniform jitter noise in training: both models must
+        # draw the same numbers, so each forward starts from the same generator state (dyngen lets
+        # PyTorch make the draws in the graph's order, Note [Random numbers]).
+        torch.random.set_rng_state(rng)
         loss = m(input_ids=ids, labels=ids).loss
         loss.backward()
         result[key].append(float(loss.detach()))
@@ -180,6 +197,7 @@ for step in range(STEPS):
     if step == 0:
         for h in hooks:
             h.remove()
+    result.setdefault("dynamo_compiles_per_step", []).append(compiles[0])
     if step in (WARMUP - 1, STEPS - 1):
         result["marks"]["after_warmup" if step == WARMUP - 1 else "end"] = counters()
 
