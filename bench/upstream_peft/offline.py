@@ -8,7 +8,9 @@ Note [Offline pieces]
   below the config's vocabulary (crc32), so the script's dummy dataset is the same in every run.
 - `datasets`: when the package is not installed, a small in-memory `Dataset` with the two calls
   the script makes (`from_dict`, `map` one row at a time with `remove_columns`).
-- CPU: without CUDA, `Module.to_empty(device="cuda:N")` and `Tensor.cuda()` go to the CPU.
+- CPU: without CUDA, `Module.to_empty(device="cuda:N")` and `Tensor.cuda()` go to the CPU; under
+  torchrun (WORLD_SIZE > 1) the script's nccl process group, CUDA device mesh and CUDA counters do
+  too (`distributed_cpu_redirects`).
 
 Note [Every parameter initialised]
 The script builds the model on the meta device, moves it with `to_empty` (uninitialised memory)
@@ -97,6 +99,45 @@ def cpu_redirects() -> list[str]:
     torch.nn.Module.to_empty = to_empty_cpu
     torch.Tensor.cuda = lambda self, *a, **k: self
     return ["no CUDA device: to_empty(device='cuda:N') and Tensor.cuda() stay on the CPU"]
+
+
+def distributed_cpu_redirects() -> list[str]:
+    """Without CUDA, what the script's multi-device mode (WORLD_SIZE > 1, under torchrun) asks of
+    CUDA goes to the CPU: the process group it creates at import with backend "nccl" uses gloo,
+    `torch.cuda.set_device` does nothing, FSDP2's `init_device_mesh("cuda", ...)` makes a CPU
+    mesh, and the closing check's `torch.tensor(..., device="cuda")` counters live on the CPU.
+    Installed before the script is imported (its process group is made at import)."""
+    if torch.cuda.is_available():
+        return []
+    import torch.distributed as dist
+    import torch.distributed.device_mesh as device_mesh
+
+    init_process_group = dist.init_process_group
+
+    def init_gloo(backend=None, *a, **k):
+        return init_process_group("gloo", *a, **k)
+
+    dist.init_process_group = init_gloo
+    torch.cuda.set_device = lambda device: None
+    init_device_mesh = device_mesh.init_device_mesh
+
+    def init_cpu_mesh(device_type, *a, **k):
+        return init_device_mesh("cpu" if device_type == "cuda" else device_type, *a, **k)
+
+    device_mesh.init_device_mesh = init_cpu_mesh
+    tensor = torch.tensor
+
+    def tensor_cpu(*a, device=None, **k):
+        if device is not None and torch.device(device).type == "cuda":
+            device = "cpu"
+        return tensor(*a, device=device, **k)
+
+    torch.tensor = tensor_cpu
+    return [
+        "no CUDA device: the script's nccl process group uses gloo, init_device_mesh('cuda') "
+        "a CPU mesh, torch.cuda.set_device does nothing, torch.tensor(device='cuda') stays on "
+        "the CPU"
+    ]
 
 
 def _hf_model(model):

@@ -3,6 +3,7 @@
 lightning-thunder), run offline at tiny scale under eager, stock ThunderFX and dyngen.
 
     .venv/bin/python bench/upstream_peft/run_upstream_peft.py [--model all] [--max-steps 4]
+    .venv/bin/python bench/upstream_peft/run_upstream_peft.py --nproc-per-node 2 -- --var-seq-length
 
 Each (model, backend) runs in a child process that imports the installed script and calls its
 `main()` with its own command line (`--compile thunder` for both ThunderFX variants); nothing in
@@ -13,6 +14,11 @@ initialised]), seeds torch and `random` with --seed, and for `dyngen` replaces
 it sets up ThunderFX (the same Dynamo settings, NvtxProfileTransform, executors). Per step it
 records the loss (at `loss.backward()`), Thunder's cache misses, and dyngen's compiles and
 fallbacks (at `optimizer.step()`). The parent prints one table per model, eager's losses beside.
+
+With --nproc-per-node N > 1 each child is N processes under `torchrun`, and the script runs its
+multi-device mode as written: WORLD_SIZE > 1, so it shards the model with FSDP2 (its
+`setup_fsdp2`) and compiles the sharded model; without CUDA its nccl group and CUDA mesh go to
+gloo and the CPU (offline.distributed_cpu_redirects). One table per model and rank.
 """
 
 from __future__ import annotations
@@ -143,14 +149,17 @@ def install_hooks(args, log: StepLog) -> list[str]:
 
 def child(args) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import offline
     import torch
 
     torch.set_num_threads(1)
-    note = __import__("offline").provide_datasets()  # before the script imports datasets
+    note = offline.provide_datasets()  # before the script imports datasets
+    # The script makes its process group at import when WORLD_SIZE > 1.
+    notes = offline.distributed_cpu_redirects() if world_size() > 1 else []
     from thunder.benchmarks import benchmark_peft as bp
 
     log = StepLog(args.backend)
-    notes = install_hooks(args, log) + ([note] if note else [])
+    notes += install_hooks(args, log) + ([note] if note else [])
     script_argv = [
         "benchmark_peft.py",
         "--model",
@@ -167,7 +176,14 @@ def child(args) -> dict:
         "eager" if args.backend == "eager" else "thunder",
     ]
     sys.argv = script_argv + args.script_args
-    result = {"model": args.model, "backend": args.backend, "argv": sys.argv, "notes": notes}
+    result = {
+        "model": args.model,
+        "backend": args.backend,
+        "argv": sys.argv,
+        "notes": notes,
+        "rank": int(os.environ.get("RANK", "0")),
+        "world_size": world_size(),
+    }
     try:
         bp.main(bp.parse_args())
         result["status"] = "ok"
@@ -183,11 +199,25 @@ def child(args) -> dict:
     return result
 
 
-def run_child(args, model: str, backend: str) -> dict:
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def rank_file(out: str | Path, rank: int) -> Path:
+    return Path(f"{out}.rank{rank}")
+
+
+def run_child(args, model: str, backend: str) -> list[dict]:
+    """One result per rank (one rank unless --nproc-per-node > 1)."""
+    launcher = [sys.executable]
+    if args.nproc_per_node > 1:
+        port = 29500 + (os.getpid() + len(backend)) % 1000
+        launcher += ["-m", "torch.distributed.run", "--nproc_per_node", str(args.nproc_per_node)]
+        launcher += ["--master_port", str(port)]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         cmd = [
-            sys.executable,
+            *launcher,
             __file__,
             "--child",
             "--model",
@@ -207,15 +237,20 @@ def run_child(args, model: str, backend: str) -> dict:
             "--",
             *args.script_args,
         ]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if out.exists():
-            return json.loads(out.read_text())
-        return {
-            "model": model,
-            "backend": backend,
-            "steps": [],
-            "status": f"error: process exit {p.returncode}: {p.stderr.strip()[-300:]}",
-        }
+        env = dict(os.environ, OMP_NUM_THREADS="1") if args.nproc_per_node > 1 else None
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        results = []
+        for rank in range(args.nproc_per_node):
+            f = rank_file(out, rank)
+            if f.exists():
+                results.append(json.loads(f.read_text()))
+            else:
+                status = f"error: process exit {p.returncode}: {p.stderr.strip()[-300:]}"
+                results.append(
+                    {"model": model, "backend": backend, "rank": rank, "steps": []}
+                    | {"status": status}
+                )
+        return results
 
 
 def table(model: str, runs: dict) -> str:
@@ -257,6 +292,12 @@ def main(argv=None) -> int:
     p.add_argument("--seq-length", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=1,
+        help="run each child under torchrun with this many ranks: the script's FSDP2 mode",
+    )
     p.add_argument("--json", default=None)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--backend", default=None, help=argparse.SUPPRESS)
@@ -268,16 +309,20 @@ def main(argv=None) -> int:
     )
     args = p.parse_args(argv)
     if args.child:
-        Path(args.out).write_text(json.dumps(child(args)))
+        result = child(args)
+        rank_file(args.out, result["rank"]).write_text(json.dumps(result))
         return 0
     models_ = MODELS if args.model == "all" else [args.model]
     backends = [b.strip() for b in args.compile.split(",") if b.strip()]
     results, failed = {}, False
     for m in models_:
-        runs = {b: run_child(args, m, b) for b in backends}
-        results[m] = runs
-        failed |= any(r["status"] != "ok" for r in runs.values())
-        print(table(m, runs), flush=True)
+        per_rank = {b: run_child(args, m, b) for b in backends}
+        results[m] = per_rank
+        for rank in range(args.nproc_per_node):
+            runs = {b: per_rank[b][rank] for b in backends}
+            failed |= any(r["status"] != "ok" for r in runs.values())
+            title = m if args.nproc_per_node == 1 else f"{m}, rank {rank}"
+            print(table(title, runs), flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
     return 2 if failed else 0
