@@ -97,65 +97,48 @@ std::string b_select(const RankShape& s, const std::string& n, std::string* col)
   return "(" + n + " < " + N + " ? b_ptr0 : b_ptr1)";
 }
 
+// One operand's k-tile staged in shared memory: `count` loads of `vec` values; for load e (this
+// thread's), `index` declares its place, `in_bounds` says whether it lies inside the operand (else
+// zeros), `src` is its address and `dst` its float4s in shared memory (store4's prefix). The
+// count is known here, so the loop over e is a fixed number of unrolled steps rather than a
+// strided loop with a run-time trip count (which cost the K = 6400 partials kernel a spill on
+// sm_80).
+std::string stage(int count, int vec, const std::string& index, const std::string& in_bounds,
+                  const std::string& src, const std::string& dst) {
+  const int steps = (count + kThreads - 1) / kThreads;
+  std::string s = "    DG_UNROLL for (int step = 0; step < " + std::to_string(steps) +
+                  "; ++step) {\n      const int e = threadIdx.x + step * " +
+                  std::to_string(kThreads) + ";\n";
+  if (count % kThreads != 0) s += "      if (e >= " + std::to_string(count) + ") break;\n";
+  return s + "      const int " + index + ";\n      float v[" + std::to_string(vec) +
+         "];\n      if (" + in_bounds + ") dg_load16_float(v, " + src +
+         ", aligned);\n      else { " + zeros("v", vec) + " }\n" + store4(dst, "v", vec) +
+         "    }\n";
+}
+
 std::string tile_loads(const GemmKernelSpec& spec, const RankShape& s, const std::string& a_rs,
                        const std::string& b_stride) {
   const int va = vec_of(spec.a.load_dtype), vb = vec_of(spec.b[0].load_dtype);
-  const std::string KT = std::to_string(kKTile), NC = std::to_string(s.N * s.nb);
-  const std::string per_row_a = std::to_string(kKTile / va);
-  std::string code =
-      "    for (int e = threadIdx.x; e < " + std::to_string(s.bm) + " * " + per_row_a +
-      "; e += " + std::to_string(kThreads) +
-      ") {\n"
-      "      const int m = e / " +
-      per_row_a + ", kv = e % " + per_row_a + " * " + std::to_string(va) +
-      ";\n"
-      "      float v[" +
-      std::to_string(va) +
-      "];\n"
-      "      if (m0 + m < M && k0 + kv < k_end) dg_load16_float(v, a_ptr + (m0 + m) * " +
-      a_rs +
-      " + k0 + kv, aligned);\n"
-      "      else { " +
-      zeros("v", va) + " }\n" + store4("As[m][kv / 4", "v", va) + "    }\n";
+  const std::string NC = std::to_string(s.N * s.nb), VA = std::to_string(va),
+                    VB = std::to_string(vb);
+  const std::string pa = std::to_string(kKTile / va);
+  const std::string a = stage(
+      s.bm * (kKTile / va), va, "m = e / " + pa + ", kv = e % " + pa + " * " + VA,
+      "m0 + m < M && k0 + kv < k_end", "a_ptr + (m0 + m) * " + a_rs + " + k0 + kv", "As[m][kv / 4");
   std::string col;
+  const std::string ptr = b_select(s, "n", &col);
   if (s.b_k_contiguous) {  // B column n is contiguous along k: Bs[n][k]
-    const std::string per_row = std::to_string(kKTile / vb);
-    const std::string ptr = b_select(s, "n", &col);
-    code += "    for (int e = threadIdx.x; e < " + std::to_string(s.ncp) + " * " + per_row +
-            "; e += " + std::to_string(kThreads) +
-            ") {\n"
-            "      const int n = e / " +
-            per_row + ", kv = e % " + per_row + " * " + std::to_string(vb) +
-            ";\n"
-            "      float v[" +
-            std::to_string(vb) +
-            "];\n"
-            "      if (n < " +
-            NC + " && k0 + kv < k_end) dg_load16_float(v, " + ptr + " + (long long)" + col + " * " +
-            b_stride +
-            " + k0 + kv, aligned);\n"
-            "      else { " +
-            zeros("v", vb) + " }\n" + store4("Bs[n][kv / 4", "v", vb) + "    }\n";
-  } else {  // B row k is contiguous along n: Bs[k][n]
-    const std::string per_row = std::to_string(s.ncp / vb);
-    const std::string ptr = b_select(s, "n", &col);
-    code += "    for (int e = threadIdx.x; e < " + KT + " * " + per_row +
-            "; e += " + std::to_string(kThreads) +
-            ") {\n"
-            "      const int kk = e / " +
-            per_row + ", n = e % " + per_row + " * " + std::to_string(vb) +
-            ";\n"
-            "      float v[" +
-            std::to_string(vb) +
-            "];\n"
-            "      if (n < " +
-            NC + " && k0 + kk < k_end) dg_load16_float(v, " + ptr + " + (k0 + kk) * " + b_stride +
-            " + " + col +
-            ", aligned);\n"
-            "      else { " +
-            zeros("v", vb) + " }\n" + store4("Bs[kk][n / 4", "v", vb) + "    }\n";
+    const std::string pb = std::to_string(kKTile / vb);
+    return a + stage(s.ncp * (kKTile / vb), vb, "n = e / " + pb + ", kv = e % " + pb + " * " + VB,
+                     "n < " + NC + " && k0 + kv < k_end",
+                     ptr + " + (long long)" + col + " * " + b_stride + " + k0 + kv",
+                     "Bs[n][kv / 4");
   }
-  return code;
+  // B row k is contiguous along n: Bs[k][n]
+  const std::string pb = std::to_string(s.ncp / vb);
+  return a + stage(kKTile * (s.ncp / vb), vb, "kk = e / " + pb + ", n = e % " + pb + " * " + VB,
+                   "n < " + NC + " && k0 + kk < k_end",
+                   ptr + " + (k0 + kk) * " + b_stride + " + " + col, "Bs[kk][n / 4");
 }
 
 // The thread's row (r) times its 4 columns over the staged k-tile, 4 k at a time. The columns are
