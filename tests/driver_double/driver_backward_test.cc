@@ -54,9 +54,8 @@ void expect_matches_reference_at_tensor_scale(const Graph& g, const std::vector<
   ASSERT_EQ(actual.size(), expected.outputs.size());
   for (size_t j = 0; j < actual.size(); ++j) {
     const HostTensor& e = expected.outputs[j];
-    double scale = 1.0;
-    for (int64_t i = 0; i < e.numel(); ++i) scale = std::max(scale, std::fabs(e.get(i)));
-    CompareResult c = compare(actual[j], e, 1.6e-2, 1e-2 * scale);
+    CompareResult c = compare_to_reference(actual[j], e, ToleranceMode::kTensorScale, 1.0,
+                                           least_precise_float(g));
     EXPECT_TRUE(c.ok) << "s=" << s << " output " << j << " " << e.to_string() << ": " << c.message;
   }
 }
