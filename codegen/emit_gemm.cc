@@ -1,5 +1,6 @@
 // GEMM kernels for fusion groups and plain linear / matmul nodes: the tensor-core template of
 // dg_gemm.cuh where the operands allow it (Note [Tensor-core GEMM]), the scalar tile otherwise.
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -75,12 +76,16 @@ std::string operand_load(const GemmOperandRef& op, const std::string& name,
   return "dg_convert<" + acc + ">(" + v + ")";
 }
 
+}  // namespace
+
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
-                            const std::string& name = "epi") {
+                            const std::string& name) {
   std::string s = "  auto " + name + " = [&](long long row, int col, " + acc + " acc0";
   if (spec.b.size() == 2) s += ", " + acc + " acc1";
   return s + ") {\n" + spec.epilogue + "  };\n";
 }
+
+namespace {
 
 std::string tile_template(const TileConfig& t) {
   return "DgGemmTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
@@ -93,11 +98,15 @@ std::string tc_tag(const TileConfig& t) {
          std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages";
 }
 
+}  // namespace
+
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx) {
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + name +
          "(" + params.declaration() + ctx.symbol_params() + ") {\n";
 }
+
+namespace {
 
 // The block's tile origin (m0, n0) and its zeroed tensor-core accumulators; blocks past M or N
 // return (uniform over the block).
@@ -387,6 +396,10 @@ void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec) {
                      *tc_layout(spec.b[0], k0, spec.N, true));
     return;
   }
+  if (rank_gemm_eligible(spec)) {
+    KernelParams params = std::move(spec.params);
+    return emit_rank_gemm(ctx, {spec}, std::move(params));
+  }
   emit_scalar(ctx, spec);
 }
 
@@ -415,7 +428,8 @@ std::string grouping_key(const GemmKernelSpec& spec) {
   return key;
 }
 
-// `values[p]` for the block's problem: the value itself when all agree.
+}  // namespace
+
 std::string by_problem(const std::vector<std::string>& values) {
   std::string s = values.back();
   for (size_t p = values.size() - 1; p-- > 0;)
@@ -435,8 +449,6 @@ std::string indented(const std::string& code) {
   return out;
 }
 
-// code[p] run by the blocks of problem p; blockIdx.z < the problem count, so the last problem is
-// the plain `else`.
 std::string branch_by_problem(const std::vector<std::string>& code) {
   std::string s;
   for (size_t p = 0; p < code.size(); ++p) {
@@ -447,6 +459,8 @@ std::string branch_by_problem(const std::vector<std::string>& code) {
   }
   return s + "  }\n";
 }
+
+namespace {
 
 std::string node_list(const Graph& g, const std::vector<int>& nodes) {
   std::string s;
@@ -535,6 +549,8 @@ void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& 
   if (!gemms_share_a_kernel(problems)) throw std::logic_error("GEMMs that cannot share a kernel");
   const GemmKernelSpec& first = problems[0];
   const bool tc = tensor_core_eligible(first);
+  if (!tc && std::all_of(problems.begin(), problems.end(), rank_gemm_eligible))
+    return emit_rank_gemm(ctx, problems, std::move(params));
   const TileConfig t =
       tc ? choose_tile(first.M, *first.N.as_const(), static_cast<int>(first.b.size()))
          : TileConfig{64, 64, 16, 0, 0, 0};  // the scalar tile (Note [Simple GEMM])

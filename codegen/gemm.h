@@ -56,12 +56,34 @@ struct GemmKernelSpec {
   std::vector<GemmKSegment> k_segments;
 };
 
+// ---- pieces of kernel source shared by the GEMM emitters ----
+// `auto <name> = [&](long long row, int col, <acc> acc0[, <acc> acc1]) { <spec.epilogue> };`
+std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
+                            const std::string& name = "epi");
+// `extern "C" __global__ void __launch_bounds__(threads) name(params, symbols) {`
+std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
+                          const LoweringContext& ctx);
+// `values[p]` for the block's problem (`problem` in scope): the value itself when all agree.
+std::string by_problem(const std::vector<std::string>& values);
+// code[p] run by the blocks of problem p; `problem` < the problem count, so the last problem is
+// the plain `else`.
+std::string branch_by_problem(const std::vector<std::string>& code);
+
 // True when the tensor-core kernel can take the spec: bf16 operands, static N and K, 16-byte
 // multiples along every operand's contiguous dim and leading dimension, no batch.
 bool tensor_core_eligible(const GemmKernelSpec& spec);
 
 // Emits the kernel (tensor cores when eligible) and records its launch.
 void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec);
+
+// True when the split-K rank-r kernel can take the spec (Note [Rank-r products] in
+// emit_rank_gemm.cc): f32 accumulation, static N and K >= 256 with all B columns (N times the B
+// count) at most 64, no batch or K segments, 16-byte vectors along each operand's contiguous dim.
+bool rank_gemm_eligible(const GemmKernelSpec& spec);
+// Emits the split-K partial products and their in-order reduction with the epilogue, problem p on
+// blockIdx.z == p; `params` holds every problem's epilogue buffers (as for emit_grouped_gemm).
+void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                    KernelParams params);
 
 // True when the problems lower to the same kernel shape (the same tile kind and size, the same
 // operand layouts, M, N and K; no K segments, no batch), so one launch can run them all.

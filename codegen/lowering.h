@@ -32,6 +32,7 @@ class LoweringContext {
   }
   // The nodes of the fusion group being lowered; empty between nodes.
   void set_current_nodes(std::vector<int> nodes) { current_nodes_ = std::move(nodes); }
+  const std::vector<int>& current_nodes() const { return current_nodes_; }
   // Adds a kernel's source and launch record. An empty launch.nodes becomes the current node(s);
   // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]).
   void add_kernel(KernelLaunch launch, const std::string& source);

@@ -112,11 +112,21 @@ Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
   return outputs;
 }
 
+DType least_precise_float(const Graph& g) {
+  DType loosest = DType::kF32;
+  for (const Value& v : g.values)
+    if (v.kind == ValueKind::kTensor && dtype_is_float(v.type.dtype) &&
+        default_tolerance(v.type.dtype).rtol > default_tolerance(loosest).rtol)
+      loosest = v.type.dtype;
+  return loosest;
+}
+
 CompareResult compare_to_reference(const HostTensor& actual, const HostTensor& expected,
-                                   ToleranceMode mode, double tolerance_scale) {
+                                   ToleranceMode mode, double tolerance_scale, DType graph_dtype) {
   Tolerance tol = default_tolerance(expected.dtype);
   double atol_scale = 1.0;  // Note [Tolerance at the tensor's scale]
   if (mode == ToleranceMode::kTensorScale && dtype_is_float(expected.dtype)) {
+    if (default_tolerance(graph_dtype).rtol > tol.rtol) tol = default_tolerance(graph_dtype);
     for (int64_t i = 0; i < expected.numel(); ++i) {
       double v = expected.get(i);
       if (std::isfinite(v)) atol_scale = std::max(atol_scale, std::fabs(v));
@@ -135,10 +145,12 @@ Result<std::vector<OutputCheck>> check_against_reference(const Graph& g, const E
   if (!actual.ok()) return actual.status();
   RefResult expected = reference_eval(g, inputs);
   if (!expected.ok()) return Status::error("reference: " + expected.error);
+  const DType graph_dtype = least_precise_float(g);
   std::vector<OutputCheck> checks;
   for (size_t j = 0; j < expected.outputs.size(); ++j) {
     const HostTensor& e = expected.outputs[j];
-    CompareResult c = compare_to_reference(actual.value()[j], e, mode, tolerance_scale);
+    CompareResult c =
+        compare_to_reference(actual.value()[j], e, mode, tolerance_scale, graph_dtype);
     checks.push_back({"output " + std::to_string(j) + " " + e.to_string(), c.max_abs_err,
                       c.max_rel_err, c.ok, c.message});
   }

@@ -48,12 +48,21 @@ struct OutputCheck {
 // `dyngen run` at any token count). At the tensor's scale, the absolute part of the dtype's
 // default tolerance is relative to the largest magnitude of the expected tensor:
 //   |a - e| <= rtol |e| + atol max(1, max |e|).
+// The dtype is the output's, or the graph's least precise float dtype where that is looser: an
+// f32 output computed from bf16 intermediates moves with them when a reordered sum moves one by
+// a bf16 ulp (the split-K rank-r products, Note [Rank-r products], change the seed backward's
+// f32 LoRA weight gradients by ~0.5%).
 // Element-wise (the default) stays the check for graphs whose kernels keep every rounding point.
 enum class ToleranceMode { kElementwise, kTensorScale };
 
-// The dtype's default tolerance, loosened by `tolerance_scale`, in the given mode.
+// The float dtype of `g`'s tensors with the loosest default tolerance (f32 when there is none).
+DType least_precise_float(const Graph& g);
+
+// The dtype's default tolerance, loosened by `tolerance_scale`, in the given mode; at the
+// tensor's scale, the tolerance of `graph_dtype` where that is looser.
 CompareResult compare_to_reference(const HostTensor& actual, const HostTensor& expected,
-                                   ToleranceMode mode, double tolerance_scale = 1.0);
+                                   ToleranceMode mode, double tolerance_scale = 1.0,
+                                   DType graph_dtype = DType::kF64);
 
 // Runs `exe` and reference_eval(g) on the same inputs; compares every output with
 // compare_to_reference.

@@ -1,6 +1,7 @@
-// The fused forward graphs (Note [Fusion groups]): the seed's LoRA expert MLP in at most four
+// The fused forward graphs (Note [Fusion groups]): the seed's LoRA expert MLP in at most six
 // kernels, and LoRA MLPs of several model shapes plus a DBRX-style expert under host emulation,
-// each checked per element against the reference evaluator run on the UNFUSED graph. ctest runs
+// each checked against the reference evaluator run on the UNFUSED graph at the tensor's scale (the
+// rank-r products split K: Note [Tolerance at the tensor's scale]). ctest runs
 // every (shape, token count) pair as its own case; they share one cache folder, so each shape's
 // host module is compiled once per run.
 #include <gtest/gtest.h>
@@ -113,9 +114,10 @@ std::vector<ShapeCase> all_cases() {
   return cases;
 }
 
-// The seed's forward graph: the rank-r products of gate and up (one kernel), gate/up GEMM with
-// LoRA epilogues and SwiGLU, the rank-r product of down, the down GEMM with its LoRA epilogue.
-TEST(FusedForwardPlan, SeedForwardRunsAsAtMostFourKernels) {
+// The seed's forward graph: the rank-r products of gate and up (split over K: partials and their
+// reduction, Note [Rank-r products]), gate/up GEMM with LoRA epilogues and SwiGLU, the rank-r
+// product of down (two kernels likewise), the down GEMM with its LoRA epilogue.
+TEST(FusedForwardPlan, SeedForwardRunsAsAtMostSixKernels) {
   Graph g = parse(read_fixture("seed_expert_mlp.dgir"));
   CompileRequest req;
   req.target = "host";
@@ -125,16 +127,17 @@ TEST(FusedForwardPlan, SeedForwardRunsAsAtMostFourKernels) {
   const KernelPlan& plan = o.executable->plan();
   std::string listing;
   for (const KernelLaunch& k : plan.kernels) listing += k.name + ": " + k.summary + "\n";
-  EXPECT_LE(plan.kernels.size(), 4u) << listing;
+  EXPECT_LE(plan.kernels.size(), 6u) << listing;
   int tensor_core = 0;
   for (const KernelLaunch& k : plan.kernels)
     tensor_core += k.summary.find("[tensor cores") != std::string::npos;
   EXPECT_EQ(tensor_core, 2) << listing;  // gate/up and down
-  // Workspace: the rank-r products (3 x 16 f32) and the SwiGLU output (1024 bf16) per token.
+  // Workspace: the rank-r products (3 x 16 f32) and the SwiGLU output (1024 bf16) per token, and
+  // the rank-r partials: at most 16 K splits of each product's (padded) 32 f32 columns.
   auto bytes =
       plan.workspace_bytes.evaluate([](const SymExpr&) -> std::optional<int64_t> { return 1000; });
   ASSERT_TRUE(bytes.has_value()) << plan.workspace_bytes.to_string();
-  EXPECT_LE(*bytes, 1000 * (3 * 16 * 4 + 1024 * 2) + 4 * 256) << listing;
+  EXPECT_LE(*bytes, 1000 * (3 * 16 * 4 + 1024 * 2) + 1000 * 2 * 16 * 32 * 4 + 6 * 256) << listing;
   std::cout << listing << "workspace: " << plan.workspace_bytes.to_string() << "\n";
 }
 
@@ -150,7 +153,8 @@ TEST_P(FusedForward, MatchesTheReferenceOnTheUnfusedGraph) {
   ASSERT_TRUE(o.ok()) << o.error;
   auto inputs = make_random_inputs(g, {{c.symbol, c.tokens}}, 1000 + c.tokens);
   ASSERT_TRUE(inputs.ok()) << inputs.message();
-  auto checks = check_against_reference(g, *o.executable, inputs.value());
+  auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
+                                        ToleranceMode::kTensorScale);
   ASSERT_TRUE(checks.ok()) << checks.message();
   for (const OutputCheck& check : checks.value())
     EXPECT_TRUE(check.ok) << c.name << " " << check.what << ": " << check.message;

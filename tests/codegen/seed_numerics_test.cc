@@ -1,10 +1,13 @@
 // The seed's expert MLP (forward and a hand-written backward) compiled once for the host and run
-// for many token counts, checked against the reference evaluator.
+// for many token counts, checked against the reference evaluator at the tensor's scale (the rank-r
+// products split K, Note [Rank-r products]; Note [Tolerance at the tensor's scale]).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
@@ -45,7 +48,8 @@ Graph widen_symbol(const Graph& g, const std::string& symbol) {
   return r.graph;
 }
 
-void check_all_token_counts(const std::string& fixture, const std::string& symbol) {
+void check_all_token_counts(const std::string& fixture, const std::string& symbol,
+                            const std::vector<int64_t>& token_counts) {
   Graph g = widen_symbol(load_fixture(fixture), symbol);
   CompileRequest req;
   req.target = "host";
@@ -53,10 +57,11 @@ void check_all_token_counts(const std::string& fixture, const std::string& symbo
   int64_t compiles_before = runtime_stats().nvrtc_compiles;
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
-  for (int64_t s : kTokenCounts) {
+  for (int64_t s : token_counts) {
     auto inputs = make_random_inputs(g, {{symbol, s}}, 100 + s);
     ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value());
+    auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
+                                          ToleranceMode::kTensorScale);
     ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
     for (const OutputCheck& c : checks.value())
       EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
@@ -65,7 +70,18 @@ void check_all_token_counts(const std::string& fixture, const std::string& symbo
 }
 
 TEST(SeedNumerics, ForwardMatchesReferenceForEveryTokenCount) {
-  check_all_token_counts("seed_expert_mlp.dgir", "s77");
+  check_all_token_counts("seed_expert_mlp.dgir", "s77",
+                         {std::begin(kTokenCounts), std::end(kTokenCounts)});
+}
+
+// Where the rank-r products change their K split (Note [Rank-r products]): the split count
+// follows ceil(M / 32) and ceil(M / 64), so 255 / 256 / 257 and 1000 take other splits than the
+// counts above.
+TEST(SeedNumerics, ForwardAroundRankSplitBoundaries) {
+  check_all_token_counts("seed_expert_mlp.dgir", "s77", {255, 256, 257});
+}
+TEST(SeedNumerics, Forward1000Tokens) {
+  check_all_token_counts("seed_expert_mlp.dgir", "s77", {1000});
 }
 
 // The backward graphs (fused, with weight gradients summed per token chunk) are checked in

@@ -121,6 +121,27 @@ TEST(PlanModel, ContractFieldsAgreeForThePhiShapedGraphs) {
   }
 }
 
+// Note [Rank-r products]: at 512 tokens the rank-r products (N = 16 or 2 x 16, K = 1024 to 6400)
+// split K so that they launch at least one CTA per SM of the H200, forward and backward, and no
+// GEMM is left on the 64x64 scalar tile.
+TEST(PlanModel, RankProductsFillTheH200At512Tokens) {
+  for (const char* graph : {"seed_expert_mlp", "seed_expert_mlp_backward", "phi35moe_expert_mlp",
+                            "phi35moe_expert_mlp_backward"}) {
+    SCOPED_TRACE(graph);
+    Json j = plan_json(fixture(graph) + " --bind s77=512 --gpu h200");
+    int rank_kernels = 0;
+    for (const Json& k : j.at("kernels")) {
+      const std::string summary = k.at("summary").get<std::string>();
+      SCOPED_TRACE(k.at("name").get<std::string>());
+      EXPECT_FALSE(has(summary, "scalar tile"));
+      if (!has(summary, "[rank-r split-K")) continue;
+      ++rank_kernels;
+      EXPECT_GE(num(k, "ctas"), num(j.at("gpu"), "sms"));
+    }
+    EXPECT_EQ(rank_kernels, 2);
+  }
+}
+
 TEST(PlanModel, A100CompilesForSm80AndUsesItsSms) {
   Json j = plan_json(fixture("seed_expert_mlp") + " --bind s77=512 --gpu a100");
   EXPECT_EQ(j.at("model").at("arch").get<std::string>(), "sm_80");

@@ -1,0 +1,357 @@
+// The LoRA rank-r products (x @ A^T with a handful of output columns and a long K) as a split-K
+// pair of kernels: partial products over K chunks into workspace, then their reduction in chunk
+// order with the GEMM's epilogue.
+#include <stdexcept>
+
+#include "codegen/c_expr.h"
+#include "codegen/gemm.h"
+
+namespace dg {
+
+// Note [Rank-r products]
+// x @ [A_gate; A_up]^T has M = tokens, N = r (16-64 columns) and K = hidden (1-6K): a 64x64 tile
+// gives ceil(M/64) CTAs that each walk all of K, 8 CTAs on 132 SMs at M = 512. Here a CTA owns BM
+// rows x all NCP columns (the B operands side by side, padded to 16, 32 or 64) over one chunk of
+// K, so the grid is ceil(M/BM) x S x problems with S chosen at launch from M (kTargetCtas below).
+// Per k-tile of 32 the CTA stages A (BM x 32) and B (32 x NCP) in shared memory as fp32, read
+// with 16-byte loads (Note [16-byte operand loads]) and widened on the way in (a fused bf16 ->
+// f32 cast is exact); each of the 256 threads owns one row x 4 columns and reads A and B as
+// float4, 16 FMAs per five shared loads. The partials go to workspace as f32[problems, S, M, NCP];
+// a second kernel sums them over s = 0, 1, ... in that order (fixed for a given M: no atomics,
+// the same bits on every run) and applies the epilogue. Products and sums stay fp32, as PyTorch's
+// f32 GEMMs do on CUDA cores; only the summation order differs from a serial K loop.
+// The split follows k4_wgrad_partials / k5_wgrad_reduce (codegen/emit_wgrad.cc): workspace from
+// the codegen's plan, partials in chunk order, one reduction pass.
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kKTile = 32;  // fine-grained enough for 132+ CTAs at M = 512, K = 1024
+// Below this K a CTA's walk over all of K is short: the 64x64 scalar tile serves, in one launch.
+constexpr int64_t kMinK = 256;
+// Two CTAs per SM on a 132-SM H100/H200 (CTAs are small: up to 8 fit on an SM); more splits only
+// add partial traffic.
+constexpr int64_t kTargetCtas = 264;
+
+struct RankShape {
+  int64_t N = 0, K = 0;
+  int nb = 0, ncp = 0, bm = 0, tpr = 0;  // tpr: threads per row (4 columns each)
+  bool b_k_contiguous = false;
+};
+
+int vec_of(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
+
+bool dtype_ok(const GemmOperandRef& op) {
+  if (op.load_dtype != DType::kF32 && op.load_dtype != DType::kBF16) return false;
+  // f32 values, or bf16 values read as bf16 (widening to f32 is exact either way).
+  return op.value_dtype == DType::kF32 || op.value_dtype == op.load_dtype;
+}
+
+bool multiple(const SymExpr& e, int v) { return e.divisor() % v == 0; }  // divisor(0) == 0
+
+RankShape rank_shape(const GemmKernelSpec& spec) {
+  RankShape s;
+  s.N = *spec.N.as_const();
+  s.K = *spec.K.as_const();
+  s.nb = static_cast<int>(spec.b.size());
+  const int64_t nc = s.N * s.nb;
+  s.ncp = nc <= 16 ? 16 : nc <= 32 ? 32 : 64;
+  s.tpr = s.ncp / 4;
+  s.bm = kThreads / s.tpr;
+  s.b_k_contiguous = spec.b[0].row_stride == SymExpr(1);
+  return s;
+}
+
+// S: splits of K for the launch's M, between 1 and one k-tile per split; per problem, so that a
+// grouped launch does each problem's work as its own launch would. The kernel gives each
+// split ceil(k_tiles / S) k-tiles; S is rounded to ceil(k_tiles / that) so no split is empty.
+SymExpr split_count(const SymExpr& M, const RankShape& s) {
+  const SymExpr tiles = max(ceildiv(M, SymExpr(s.bm)), SymExpr(1));
+  const SymExpr k_tiles((s.K + kKTile - 1) / kKTile);
+  const SymExpr wanted = max(min(ceildiv(SymExpr(kTargetCtas), tiles), k_tiles), SymExpr(1));
+  return ceildiv(k_tiles, ceildiv(k_tiles, wanted));
+}
+
+std::string zeros(const std::string& v, int n) {
+  return "DG_UNROLL for (int i = 0; i < " + std::to_string(n) + "; ++i) " + v + "[i] = 0.0f;";
+}
+
+std::string store4(const std::string& dst, const std::string& v, int n) {
+  std::string s;
+  for (int q = 0; q < n / 4; ++q) {
+    const std::string b = std::to_string(4 * q);
+    s += "        " + dst + " + " + std::to_string(q) + "] = make_float4(" + v + "[" + b + "], " +
+         v + "[" + b + " + 1], " + v + "[" + b + " + 2], " + v + "[" + b + " + 3]);\n";
+  }
+  return s;
+}
+
+// The B operand that column `n` (< NC) of the side-by-side B columns belongs to, and its column.
+std::string b_select(const RankShape& s, const std::string& n, std::string* col) {
+  const std::string N = std::to_string(s.N);
+  if (s.nb == 1) {
+    *col = n;
+    return "b_ptr0";
+  }
+  *col = "(" + n + " < " + N + " ? " + n + " : " + n + " - " + N + ")";
+  return "(" + n + " < " + N + " ? b_ptr0 : b_ptr1)";
+}
+
+// One operand's k-tile staged in shared memory: `count` loads of `vec` values; for load e (this
+// thread's), `index` declares its place, `in_bounds` says whether it lies inside the operand (else
+// zeros), `src` is its address and `dst` its float4s in shared memory (store4's prefix). The
+// count is known here, so the loop over e is a fixed number of unrolled steps rather than a
+// strided loop with a run-time trip count (which cost the K = 6400 partials kernel a spill on
+// sm_80).
+std::string stage(int count, int vec, const std::string& index, const std::string& in_bounds,
+                  const std::string& src, const std::string& dst) {
+  const int steps = (count + kThreads - 1) / kThreads;
+  std::string s = "    DG_UNROLL for (int step = 0; step < " + std::to_string(steps) +
+                  "; ++step) {\n      const int e = threadIdx.x + step * " +
+                  std::to_string(kThreads) + ";\n";
+  if (count % kThreads != 0) s += "      if (e >= " + std::to_string(count) + ") break;\n";
+  return s + "      const int " + index + ";\n      float v[" + std::to_string(vec) +
+         "];\n      if (" + in_bounds + ") dg_load16_float(v, " + src +
+         ", aligned);\n      else { " + zeros("v", vec) + " }\n" + store4(dst, "v", vec) +
+         "    }\n";
+}
+
+std::string tile_loads(const GemmKernelSpec& spec, const RankShape& s, const std::string& a_rs,
+                       const std::string& b_stride) {
+  const int va = vec_of(spec.a.load_dtype), vb = vec_of(spec.b[0].load_dtype);
+  const std::string NC = std::to_string(s.N * s.nb), VA = std::to_string(va),
+                    VB = std::to_string(vb);
+  const std::string pa = std::to_string(kKTile / va);
+  const std::string a = stage(
+      s.bm * (kKTile / va), va, "m = e / " + pa + ", kv = e % " + pa + " * " + VA,
+      "m0 + m < M && k0 + kv < k_end", "a_ptr + (m0 + m) * " + a_rs + " + k0 + kv", "As[m][kv / 4");
+  std::string col;
+  const std::string ptr = b_select(s, "n", &col);
+  if (s.b_k_contiguous) {  // B column n is contiguous along k: Bs[n][k]
+    const std::string pb = std::to_string(kKTile / vb);
+    return a + stage(s.ncp * (kKTile / vb), vb, "n = e / " + pb + ", kv = e % " + pb + " * " + VB,
+                     "n < " + NC + " && k0 + kv < k_end",
+                     ptr + " + (long long)" + col + " * " + b_stride + " + k0 + kv",
+                     "Bs[n][kv / 4");
+  }
+  // B row k is contiguous along n: Bs[k][n]
+  const std::string pb = std::to_string(s.ncp / vb);
+  return a + stage(kKTile * (s.ncp / vb), vb, "kk = e / " + pb + ", n = e % " + pb + " * " + VB,
+                   "n < " + NC + " && k0 + kk < k_end",
+                   ptr + " + (k0 + kk) * " + b_stride + " + " + col, "Bs[kk][n / 4");
+}
+
+// The thread's row (r) times its 4 columns over the staged k-tile, 4 k at a time. The columns are
+// cg + TPR * c when B is staged as Bs[n][k] (a warp's rows of Bs then fall in distinct banks) and
+// 4 * cg + c when it is staged as Bs[k][n] (one float4 per k).
+std::string tile_products(const RankShape& s) {
+  std::string code = "    DG_UNROLL for (int kq = 0; kq < " + std::to_string(kKTile / 4) +
+                     "; ++kq) {\n"
+                     "      const float4 a = As[r][kq];\n";
+  if (s.b_k_contiguous) {
+    code +=
+        "      DG_UNROLL for (int c = 0; c < 4; ++c) {\n"
+        "        const float4 b = Bs[c * " +
+        std::to_string(s.tpr) +
+        " + cg][kq];\n"
+        "        acc[c] += a.x * b.x;\n        acc[c] += a.y * b.y;\n"
+        "        acc[c] += a.z * b.z;\n        acc[c] += a.w * b.w;\n      }\n";
+  } else {
+    const char* lanes[4] = {"x", "y", "z", "w"};
+    for (int i = 0; i < 4; ++i) {
+      const std::string b = "b" + std::to_string(i);
+      code += "      const float4 " + b + " = Bs[4 * kq + " + std::to_string(i) + "][cg];\n";
+      for (int c = 0; c < 4; ++c)
+        code += "      acc[" + std::to_string(c) + "] += a." + lanes[i] + " * " + b + "." +
+                lanes[c] + ";\n";
+    }
+  }
+  return code + "    }\n";
+}
+
+std::string partials_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                            const RankShape& s, KernelParams& params, const std::string& part,
+                            const std::string& name) {
+  const GemmKernelSpec& first = problems[0];
+  std::vector<std::string> a, a_rs;
+  std::vector<std::vector<std::string>> b(s.nb);
+  std::vector<std::string> b_stride;
+  for (const GemmKernelSpec& spec : problems) {
+    a.push_back(params.add(spec.a.buffer, spec.a.load_dtype, false) + " + " +
+                c_expr(spec.a.offset));
+    a_rs.push_back(c_expr(spec.a.row_stride));
+    for (int j = 0; j < s.nb; ++j)
+      b[j].push_back(params.add(spec.b[j].buffer, spec.b[j].load_dtype, false) + " + " +
+                     c_expr(spec.b[j].offset));
+    b_stride.push_back(c_expr(s.b_k_contiguous ? spec.b[0].col_stride : spec.b[0].row_stride));
+  }
+  std::string pointers =
+      "  const " + ctype(first.a.load_dtype) + "* const a_ptr = " + by_problem(a) + ";\n";
+  std::string aligned = "dg_aligned16(a_ptr)";
+  for (int j = 0; j < s.nb; ++j) {
+    const std::string J = std::to_string(j);
+    pointers += "  const " + ctype(first.b[j].load_dtype) + "* const b_ptr" + J + " = " +
+                by_problem(b[j]) + ";\n";
+    aligned += " && dg_aligned16(b_ptr" + J + ")";
+  }
+  const std::string KT = std::to_string(kKTile);
+  const std::string b_smem = s.b_k_contiguous
+                                 ? "Bs[" + std::to_string(s.ncp) + "][" + KT + " / 4 + 1]"
+                                 : "Bs[" + KT + "][" + std::to_string(s.ncp / 4) + "]";
+  const std::string row =
+      "((problem * gridDim.y + blockIdx.y) * M + m0 + r) * " + std::to_string(s.ncp);
+  const std::string store = s.b_k_contiguous
+                                ? "    DG_UNROLL for (int c = 0; c < 4; ++c) " + part + "[" + row +
+                                      " + c * " + std::to_string(s.tpr) + " + cg] = acc[c];\n"
+                                : "    reinterpret_cast<float4*>(" + part + " + " + row +
+                                      ")[cg] = make_float4(acc[0], acc[1], acc[2], acc[3]);\n";
+  return kernel_header(name, kThreads, params, ctx) +
+         "  const unsigned problem = blockIdx.z;\n"
+         "  const long long M = " +
+         c_expr(first.M) + ", K = " + c_expr(first.K) + ";\n" + pointers +
+         "  const bool aligned = " + aligned + ";\n" +
+         "  const long long m0 = (long long)blockIdx.x * " + std::to_string(s.bm) +
+         ";\n"
+         "  const long long k_tiles = (K + " +
+         KT + " - 1) / " + KT +
+         ";\n"
+         "  const long long per_split = (k_tiles + gridDim.y - 1) / gridDim.y;\n"
+         "  const long long k_begin = (long long)blockIdx.y * per_split * " +
+         KT +
+         ";\n"
+         "  const long long k_end = dg_min_ll(K, k_begin + per_split * " +
+         KT +
+         ");\n"
+         "  __shared__ float4 As[" +
+         std::to_string(s.bm) + "][" + KT +
+         " / 4 + 1];\n"
+         "  __shared__ float4 " +
+         b_smem +
+         ";\n"
+         "  const int cg = threadIdx.x % " +
+         std::to_string(s.tpr) + ", r = threadIdx.x / " + std::to_string(s.tpr) +
+         ";\n"
+         "  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+         "  for (long long k0 = k_begin; k0 < k_end; k0 += " +
+         KT + ") {\n" + tile_loads(first, s, by_problem(a_rs), by_problem(b_stride)) +
+         "    __syncthreads();\n" + tile_products(s) +
+         "    __syncthreads();\n  }\n"
+         "  if (m0 + r < M) {\n" +
+         store + "  }\n}\n";
+}
+
+std::string reduce_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                          const RankShape& s, const SymExpr& splits, KernelParams& params,
+                          const std::string& part, const std::string& name) {
+  const GemmKernelSpec& first = problems[0];
+  const std::string N = std::to_string(s.N), NCP = std::to_string(s.ncp);
+  std::string lambdas, sums, args;
+  std::vector<std::string> calls;
+  for (int j = 0; j < s.nb; ++j) {
+    const std::string J = std::to_string(j);
+    sums += "      acc" + J + " += q[s * M * " + NCP + (j ? " + " + std::to_string(j * s.N) : "") +
+            "];\n";
+    args += ", acc" + J;
+  }
+  for (size_t p = 0; p < problems.size(); ++p) {
+    const std::string epi = "epi" + std::to_string(p);
+    lambdas += epilogue_lambda(problems[p], "float", epi);
+    calls.push_back("  " + epi + "(row, col" + args + ");\n");
+  }
+  std::string decl = "    float acc0 = 0.0f";
+  if (s.nb == 2) decl += ", acc1 = 0.0f";
+  return kernel_header(name, kThreads, params, ctx) +
+         "  const unsigned problem = blockIdx.z;\n"
+         "  const long long M = " +
+         c_expr(first.M) + ", N = " + N + ", S = " + c_expr(splits) +
+         ";\n  const long long c_base = 0;\n" + lambdas +
+         "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < M * N;\n"
+         "       e += (long long)gridDim.x * blockDim.x) {\n"
+         "    const long long row = e / N;\n"
+         "    const int col = (int)(e % N);\n"
+         "    const float* q = " +
+         part + " + (problem * S * M + row) * " + NCP + " + col;\n" + decl +
+         ";\n"
+         "    for (long long s = 0; s < S; ++s) {\n" +
+         sums + "    }\n" + (calls.size() == 1 ? calls[0] : branch_by_problem(calls)) + "  }\n}\n";
+}
+
+}  // namespace
+
+bool rank_gemm_eligible(const GemmKernelSpec& spec) {
+  if (!spec.batch.empty() || !spec.k_segments.empty() || spec.acc_dtype != DType::kF32)
+    return false;
+  if (!spec.N.is_const() || !spec.K.is_const() || spec.b.empty() || spec.b.size() > 2) return false;
+  const int64_t N = *spec.N.as_const(), K = *spec.K.as_const();
+  if (N <= 0 || K < kMinK || N * static_cast<int64_t>(spec.b.size()) > 64) return false;
+  if (!dtype_ok(spec.a) || spec.a.col_stride != SymExpr(1)) return false;
+  const int va = vec_of(spec.a.load_dtype);
+  if (K % va != 0 || !multiple(spec.a.offset, va) || !multiple(spec.a.row_stride, va)) return false;
+  const GemmOperandRef& b0 = spec.b[0];
+  const bool k_contiguous = b0.row_stride == SymExpr(1);
+  if (!k_contiguous && b0.col_stride != SymExpr(1)) return false;
+  for (const GemmOperandRef& b : spec.b) {
+    if (!dtype_ok(b) || b.load_dtype != b0.load_dtype) return false;
+    if (b.row_stride != b0.row_stride || b.col_stride != b0.col_stride) return false;
+    const int vb = vec_of(b.load_dtype);
+    const SymExpr& other = k_contiguous ? b.col_stride : b.row_stride;
+    if (!multiple(b.offset, vb) || !multiple(other, vb)) return false;
+    if (k_contiguous ? K % vb != 0 : N % vb != 0) return false;
+  }
+  return true;
+}
+
+void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                    KernelParams params) {
+  const GemmKernelSpec& first = problems[0];
+  for (const GemmKernelSpec& p : problems)
+    if (!rank_gemm_eligible(p) || p.M != first.M || p.N != first.N || p.K != first.K ||
+        p.b.size() != first.b.size())
+      throw std::logic_error("rank-r GEMM problems that cannot share a kernel");
+  const RankShape s = rank_shape(first);
+  const int64_t count = static_cast<int64_t>(problems.size());
+  const SymExpr splits = split_count(first.M, s);
+  BufferRef part =
+      ctx.workspace(SymExpr(count) * splits * first.M * SymExpr(s.ncp * 4),
+                    "rank-r partials, f32[" + std::to_string(count) + ", " + splits.to_string() +
+                        ", " + first.M.to_string() + ", " + std::to_string(s.ncp) + "]");
+  std::string summary;
+  std::vector<int> nodes;
+  for (const GemmKernelSpec& spec : problems) {
+    nodes.insert(nodes.end(), spec.nodes.begin(), spec.nodes.end());
+    summary += (summary.empty() ? "" : " | ") + spec.summary;
+  }
+  const std::string what = count > 1 ? "grouped_" + first.what : first.what;
+
+  // Kernel 1: partial products, blockIdx = (row tile, K split, problem).
+  KernelParams pparams;
+  const std::string pp = pparams.add(part, DType::kF32, true);
+  KernelLaunch k1;
+  k1.name = ctx.kernel_name(what + "_partials");
+  k1.summary = summary + " [rank-r split-K " + std::to_string(s.bm) + "x" + std::to_string(s.ncp) +
+               "x" + std::to_string(kKTile) + ", K split by M at launch]";
+  k1.grid = {ceildiv(first.M, SymExpr(s.bm)), splits, SymExpr(count)};
+  k1.block = {kThreads, 1, 1};
+  k1.nodes = nodes;  // the products' FLOPs are counted here (Note [Kernel cost model])
+  const std::string src1 = partials_source(ctx, problems, s, pparams, pp, k1.name);
+  k1.buffers = pparams.buffers();
+  ctx.add_kernel(std::move(k1), src1);
+
+  // Kernel 2: the partials summed in split order, then each problem's epilogue.
+  const std::string rp = params.add(part, DType::kF32, false);
+  KernelLaunch k2;
+  k2.name = ctx.kernel_name(what + "_reduce");
+  k2.summary = summary + ": rank-r partials summed in split order, then the epilogue";
+  k2.grid = grid_for(first.M * first.N);
+  k2.grid[2] = SymExpr(count);
+  k2.block = {kThreads, 1, 1};
+  const std::string src2 = reduce_source(ctx, problems, s, splits, params, rp, k2.name);
+  k2.buffers = params.buffers();
+  // Its cost is the bytes it moves: the products (and the epilogue's few FLOPs) are kernel 1's.
+  const std::vector<int> current = ctx.current_nodes();
+  ctx.set_current_nodes({});
+  ctx.add_kernel(std::move(k2), src2);
+  ctx.set_current_nodes(current);
+}
+
+}  // namespace dg
