@@ -162,12 +162,11 @@ class PinnedGraph:
         self.equalities = [f for f in self.facts if isinstance(f, sympy.Eq)]
         self.example_inputs = example_inputs
         self.varying: set = set()  # symbols seen with two values: never pinned again
-        self.variants: dict = {}  # pinned values -> compiled graph
-        self.pinned: list = []  # the symbols pinned (the same for every variant)
         self.fallback_fn = None
         values = {s: int(hints[s]) for s in self.order}
-        fn, self.pinned = self._search(values)
-        self.variants[self._key(values)] = fn
+        # The compiled graph, the symbols it pins and their values.
+        self.fn, self.pinned = self._search(values)
+        self.key = self._key(values)
 
     def _key(self, values: dict) -> tuple:
         return tuple(values[s] for s in self.pinned)
@@ -211,25 +210,16 @@ class PinnedGraph:
         log.info("%s: exported with symbols pinned (Note [Pinned symbols]): %s", self.name, names)
         return compile_exported(exported, self.example_inputs, self.name, self.archs), pinned
 
-    def _values(self, args) -> dict:
-        out = {}
-        for s in self.pinned:
-            i, d = self.sources[s]
-            out[s] = int(args[i]) if d is None else int(args[i].shape[d])
-        return out
-
     def __call__(self, *args):
         if self.fallback_fn is not None:
             return self.fallback_fn(*args)
-        values = self._values(args)
-        fn = self.variants.get(self._key(values))
-        if fn is None:
-            fn = self._new_variant(args, values)
-        return fn(*args)
+        values = {s: _value_of(args, self.sources[s]) for s in self.pinned}
+        if self._key(values) != self.key:
+            return self._new_variant(args, values)(*args)
+        return self.fn(*args)
 
     def _new_variant(self, args, values: dict):
-        first = next(iter(self.variants))
-        self.varying |= {s for s, v in zip(self.pinned, first) if values[s] != v}
+        self.varying |= {s for s, v in zip(self.pinned, self.key) if values[s] != v}
         all_values = {s: _value_of(args, self.sources[s]) for s in self.order}
         log.info("%s: pinned symbols changed (%s): exported again", self.name, values)
         try:
@@ -242,7 +232,8 @@ class PinnedGraph:
                 self.name, f"{e} (Note [Pinned symbols])", what="runs in part or whole as ATen ops"
             )
             return self.fallback_fn
-        self.pinned, self.variants = pinned, {self._key(all_values): fn}
+        self.fn, self.pinned = fn, pinned
+        self.key = self._key(all_values)
         return fn
 
 
