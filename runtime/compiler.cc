@@ -3,6 +3,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 
@@ -69,16 +70,26 @@ std::string host_source(const std::string& source, const std::string& source_sha
          "dg_emu_source_sha256[] = \"" + source_sha + "\";\n";
 }
 
-const std::string& device_headers_digest() {
-  static const std::string digest = [] {
-    Sha256 h;
-    for (const EmbeddedFile& f : device_headers()) {
+std::string digest_of(std::initializer_list<const std::vector<EmbeddedFile>*> sets) {
+  Sha256 h;
+  for (const auto* files : sets)
+    for (const EmbeddedFile& f : *files) {
       h.update(f.name);
       h.update(f.content);
     }
-    auto d = h.finish();
-    return to_hex(d.data(), d.size());
-  }();
+  auto d = h.finish();
+  return to_hex(d.data(), d.size());
+}
+
+const std::string& device_headers_digest() {
+  static const std::string digest = digest_of({&device_headers()});
+  return digest;
+}
+
+// A host module is also built from the emulator's own headers (the engine, its scheduler and
+// stack pool are compiled into every module): a change there is another module.
+const std::string& host_headers_digest() {
+  static const std::string digest = digest_of({&device_headers(), &emu::emu_headers()});
   return digest;
 }
 
@@ -217,7 +228,7 @@ Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::st
     p.compiler = "nvrtc " + nvrtc_version();
     for (const std::string& opt : resolved.value()) p.compiler += " " + opt;
   }
-  p.headers_digest = device_headers_digest();
+  p.headers_digest = arch == "host" ? host_headers_digest() : device_headers_digest();
   p.source_digest = sha256_hex(source);
   return p;
 }

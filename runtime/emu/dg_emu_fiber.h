@@ -154,6 +154,10 @@ class StackPool {
   void release(const FiberStack* stacks, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     free_.insert(free_.end(), stacks, stacks + n);
+    while (free_.size() > kKeep) {  // Note [Stack pool]: what a launch used beyond kKeep goes
+      unmap(free_.back());
+      free_.pop_back();
+    }
   }
 
   static StackPool& instance() {
@@ -166,13 +170,20 @@ class StackPool {
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     munmap(s.lo - page, s.size + page);
   }
+  static constexpr size_t kKeep = 8;
   std::mutex mu_;
   std::vector<FiberStack> free_;
 };
 
 // Note [Stack pool]: a worker takes stacks from the pool when a launch starts using it and gives
-// them back when the launch ends, so steady-state launches map nothing. Within a block a fiber
-// gets a stack only when it first runs and returns it when it exits; a kernel without barriers
-// therefore cycles through one or two warm stacks however large the block is.
+// them back when the launch ends. Within a block a fiber gets a stack only when it first runs and
+// returns it when it exits; a kernel without barriers therefore cycles through one or two warm
+// stacks however large the block is, and its launches map nothing. The pool keeps at most kKeep
+// stacks between launches and unmaps the rest: each kernel module has its own pool (the modules
+// are loaded RTLD_LOCAL), a stack is two mappings (its guard page splits it), and a block with
+// barriers holds one stack per thread, so pools that kept every stack held about 600 mappings
+// per module; a process that had run a few hundred modules (the Python suite) reached the
+// kernel's vm.max_map_count (65530) and mmap failed (std::bad_alloc in the emulator, and a
+// dlopen "failed to map segment"). A launch of a kernel with barriers now maps its stacks anew.
 
 }  // namespace dg::emu
