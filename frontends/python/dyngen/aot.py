@@ -102,19 +102,27 @@ def _pinned(gm, example_inputs, name: str, error: Exception, prebuild_archs) -> 
     """The graph under Dynamo's guards and pinned symbols (Note [Pinned symbols]); when that does
     not export either, in parts (an Unsupported op) or as ATen ops (an IR typing error)."""
     n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
-    whole = {"graph": name, "where": "aten", "dyngen_ops": 0, "aten_ops": n_ops, "fn": gm}
-    whole["reason"] = f"{type(error).__name__}: {error}"
 
-    def fallback():
-        return (_partial(gm, name, str(error)) if isinstance(error, Unsupported) else whole)["fn"]
+    def without_pins() -> dict:
+        if isinstance(error, Unsupported):
+            return _partial(gm, name, str(error))
+        reason = f"{type(error).__name__}: {error}"
+        return {
+            "graph": name,
+            "where": "aten",
+            "dyngen_ops": 0,
+            "aten_ops": n_ops,
+            "fn": gm,
+            "reason": reason,
+        }
 
     try:
-        fn = PinnedGraph(gm, example_inputs, name, prebuild_archs, fallback)
+        fn = PinnedGraph(gm, example_inputs, name, prebuild_archs, lambda: without_pins()["fn"])
     except FallbackError:
         raise
     except Exception as e:  # noqa: BLE001 - the symbolic failure stands
         log.debug("%s: pinning symbols did not help: %s: %s", name, type(e).__name__, e)
-        return _partial(gm, name, str(error)) if isinstance(error, Unsupported) else whole
+        return without_pins()
     pins = ", ".join(str(s) for s in fn.pinned) or "none"
     return {
         "graph": name,

@@ -7,7 +7,7 @@ from torch.utils import _pytree as pytree
 
 from .counters import bump, dump
 from .executors import runtime
-from .fx.export import Exported, SymbolChoices, export
+from .fx.export import Exported, export
 from .options import log, options
 
 
@@ -54,23 +54,19 @@ class CompiledGraph:
 
 
 def compile_graph(
-    gm: torch.fx.GraphModule,
-    example_inputs=None,
-    name: str = "graph",
-    prebuild_archs=None,
-    choices: SymbolChoices | None = None,
+    gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph", prebuild_archs=None
 ) -> CompiledGraph:
     """Exports `gm` and compiles it with the process's executor (raises Unsupported);
-    `prebuild_archs`: runtime.compile_ir; `choices`: Note [Pinned symbols] (pinned.py)."""
+    `prebuild_archs`: runtime.compile_ir."""
     return compile_exported(
-        export(gm, example_inputs, name=name, choices=choices), example_inputs, name, prebuild_archs
+        export(gm, example_inputs, name=name), example_inputs, name, prebuild_archs
     )
 
 
 def compile_exported(
     exported: Exported, example_inputs=None, name: str = "graph", prebuild_archs=None
 ) -> CompiledGraph:
-    """compile_graph's second half, for a graph already exported."""
+    """compile_graph's second half, for a graph already exported (pinned.py exports its own)."""
     bump("exported_graphs")
     text = exported.text
     dump(name, text, exported.fb if options().dump_dir else None)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import sympy
 import torch
+from torch._guards import detect_fake_mode
 
 from .compiled import compile_exported
 from .core.ir import IRTypeError
@@ -48,15 +49,6 @@ from .errors import Unsupported
 from .fx.export import SymbolChoices, export
 from .fx.values import meta_val, symbol_sources
 from .options import log
-
-
-def _shape_env(gm):
-    for n in gm.graph.nodes:
-        v = meta_val(n)
-        for d in getattr(v, "shape", ()) if isinstance(v, torch.Tensor) else [v]:
-            if isinstance(d, torch.SymInt):
-                return d.node.shape_env
-    return None
 
 
 def _sources(gm) -> dict:
@@ -151,7 +143,7 @@ class PinnedGraph:
     def __init__(self, gm, example_inputs, name, prebuild_archs, fallback):
         self.gm, self.name, self.archs = gm, name, prebuild_archs
         self.fallback = fallback  # () -> the callable that runs when no variant compiles
-        env = _shape_env(gm)
+        env = getattr(detect_fake_mode(example_inputs), "shape_env", None)  # as aot.py finds it
         if env is None:
             raise Unsupported("no symbols to pin")
         self.sources = _sources(gm)
