@@ -79,10 +79,28 @@ std::string operand_load(const GemmOperandRef& op, const std::string& name,
 }  // namespace
 
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
-                            const std::string& name) {
-  std::string s = "  auto " + name + " = [&](long long row, int col, " + acc + " acc0";
+                            const std::string& name, bool staged) {
+  // The products' values at (row, col), first in the body: from the staged registers
+  // (dg_gemm_epilogue_rank passes them) or read from global memory.
+  std::string accessors, values;
+  for (size_t i = 0; i < spec.products.size(); ++i) {
+    const EpilogueProduct& p = spec.products[i];
+    const std::string k = std::to_string(p.k);
+    if (staged) {
+      values += "    const float " + p.name + " = dg_rank[" + std::to_string(i) + "];\n";
+      continue;
+    }
+    accessors += "  const auto " + p.name + "_t = dg_rank_rows<" + p.ct + ", " + k + ">(" + p.t +
+                 ");\n  const auto " + p.name + "_w = dg_rank_cols<" + p.ct + ", " + k + ", " +
+                 (p.linear_weight ? "true" : "false") + ">(" + p.w + ", " +
+                 (p.linear_weight ? "0" : p.w_ld) + ");\n";
+    values += "    const " + p.ct + " " + p.name + " = dg_rank_product<" + p.ct + ", " + k + ">(" +
+              p.name + "_t, row, " + p.name + "_w, col);\n";
+  }
+  std::string s = accessors + "  auto " + name + " = [&](long long row, int col, " + acc + " acc0";
   if (spec.b.size() == 2) s += ", " + acc + " acc1";
-  return s + ") {\n" + spec.epilogue + "  };\n";
+  if (staged) s += ", const float (&dg_rank)[" + std::to_string(spec.products.size()) + "]";
+  return s + ") {\n" + values + spec.epilogue + "  };\n";
 }
 
 namespace {
@@ -96,6 +114,89 @@ std::string tile_template(const TileConfig& t) {
 std::string tc_tag(const TileConfig& t) {
   return "[tensor cores " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages";
+}
+
+// Note [Staged rank-r epilogue] (codegen/device/dg_epilogue.cuh): where each product's copies go
+// in the main loop's shared memory, in floats from its start; nullopt when there are no products,
+// one is not f32 or has another K than the first, or the copies do not fit.
+std::optional<std::vector<int64_t>> rank_staging(const std::vector<EpilogueProduct>& products,
+                                                 const TileConfig& t, bool at, bool bkn, int nb) {
+  if (products.empty()) return std::nullopt;
+  const int64_t a = at ? t.bk * (t.bm + 8) : t.bm * (t.bk + 8);
+  const int64_t b = bkn ? t.bk * (t.bn + 8) : t.bn * (t.bk + 8);
+  const int64_t floats = int64_t{2} * t.stages * (a + nb * b) / 4;  // bf16 elements to floats
+  std::vector<int64_t> offsets;
+  int64_t used = 0;
+  for (const EpilogueProduct& p : products) {
+    if (p.ct != "float" || p.k != products[0].k) return std::nullopt;
+    offsets.push_back(used);
+    used += t.bm * (p.k + 1) + p.k * (t.bn + 1);
+  }
+  if (used > floats) return std::nullopt;
+  return offsets;
+}
+
+// A static check that a problem's staged copies fit the main loop's shared memory.
+std::string scratch_fits(const std::vector<EpilogueProduct>& products,
+                         const std::vector<int64_t>& offsets, const std::string& tile_args) {
+  const EpilogueProduct& last = products.back();
+  const std::string floats = std::to_string(offsets.back()) + " + Tile::BM * " +
+                             std::to_string(last.k + 1) + " + " + std::to_string(last.k) +
+                             " * (Tile::BN + 1)";
+  return "  static_assert(4 * (" + floats + ") <= 2 * Tile::kStages * DgGemmStageCopies<" +
+         tile_args + ">::kStage, \"the staged rank-r operands fit the main loop's stages\");\n";
+}
+
+// The scratch for staged copies: the main loop's shared memory, as floats.
+std::string scratch_pointer(const std::string& tile_args) {
+  return "  float* const dg_scratch = reinterpret_cast<float*>(dg_gemm_smem<" + tile_args +
+         ">());\n";
+}
+
+// Copies the block's rows of each product's U and columns of its B into the scratch, then a
+// barrier; after the main loop (whose last barrier frees its stages).
+std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
+                              const std::vector<int64_t>& offsets) {
+  std::string s;
+  for (size_t i = 0; i < products.size(); ++i) {
+    const EpilogueProduct& p = products[i];
+    const std::string k = std::to_string(p.k), k1 = std::to_string(p.k + 1);
+    s += "  {  // " + p.name + ": the block's rows of U and columns of B\n";
+    s += "    float* const u = dg_scratch + " + std::to_string(offsets[i]) + ";\n";
+    s += "    for (int e = threadIdx.x; e < Tile::BM * " + k + "; e += Tile::kThreads) {\n";
+    s += "      const int r = e / " + k + ", j = e % " + k + ";\n";
+    s += "      u[r * " + k1 + " + j] = m0 + r < M ? dg_convert<float>(" + p.t + "[(m0 + r) * " +
+         k + " + j]) : 0.0f;\n    }\n";
+    s += "    float* const w = u + Tile::BM * " + k1 + ";\n";
+    s += "    for (int e = threadIdx.x; e < " + k + " * Tile::BN; e += Tile::kThreads) {\n";
+    // Consecutive threads read consecutive elements of w.
+    s += p.linear_weight ? "      const int c = e / " + k + ", j = e % " + k + ";\n"
+                         : "      const int j = e / Tile::BN, c = e % Tile::BN;\n";
+    const std::string w_at =
+        p.linear_weight ? "(n0 + c) * " + k + " + j" : "j * " + p.w_ld + " + n0 + c";
+    s += "      w[j * (Tile::BN + 1) + c] = n0 + c < N ? dg_convert<float>(" + p.w + "[" + w_at +
+         "]) : 0.0f;\n    }\n  }\n";
+  }
+  s += "  __syncthreads();\n  const float* const dg_rank_at[" + std::to_string(products.size()) +
+       "] = {";
+  for (size_t i = 0; i < offsets.size(); ++i)
+    s += (i ? ", " : "") + std::string("dg_scratch + ") + std::to_string(offsets[i]);
+  return s + "};\n";
+}
+
+// The epilogue over the block's accumulators: with the staged products' values in registers
+// (after rank_staging_code) or plain.
+std::string epilogue_call(const GemmKernelSpec& spec, bool staged, const std::string& epi) {
+  const std::string nb = std::to_string(spec.b.size());
+  if (!staged) return "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n";
+  return "  dg_gemm_epilogue_rank<Tile, " + nb + ", " + std::to_string(spec.products.size()) +
+         ", " + std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, " + epi +
+         ");\n";
+}
+
+std::string tc_tile_args(bool at, bool bkn, int nb) {
+  return std::string("Tile, ") + (at ? "true" : "false") + ", " + (bkn ? "true" : "false") + ", " +
+         std::to_string(nb);
 }
 
 }  // namespace
@@ -134,13 +235,17 @@ std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::str
          ");\n  }\n";
 }
 
-// The kernel of a GEMM over K segments: the tensor-core mainloop once per segment into the same
-// accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh).
-std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
-                                const std::string& tile, int threads, bool at, bool bkn) {
-  const std::string nb = std::to_string(spec.b.size());
+// The kernel of a tensor-core GEMM: its block's mainloop, once per K segment into the same
+// accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh), its rank-r products'
+// operands staged in shared memory where they fit (Note [Staged rank-r epilogue]).
+std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
+                      const TileConfig& t, bool at, bool bkn) {
+  const int nb = static_cast<int>(spec.b.size());
+  const std::string NB = std::to_string(nb);
+  std::vector<GemmKSegment> segments = spec.k_segments;
+  if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
   std::string loops;
-  for (const GemmKSegment& seg : spec.k_segments) {
+  for (const GemmKSegment& seg : segments) {
     std::string pa = spec.params.add(seg.a.buffer, DType::kBF16, false);
     std::string bs;
     for (const GemmOperandRef& b : seg.b)
@@ -148,45 +253,35 @@ std::string segmented_tc_source(LoweringContext& ctx, GemmKernelSpec& spec, cons
             c_expr(b.offset);
     auto la = tc_layout(seg.a, spec.M, seg.K, false);
     auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
-    loops += tc_mainloop(nb, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
+    loops += tc_mainloop(NB, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
                          c_expr(lb->ld), c_expr(seg.K));
   }
-  return kernel_header(name, threads, spec.params, ctx) + "  typedef " + tile + " Tile;\n" +
-         "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ";\n" +
-         "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float") + tc_block_setup(nb) +
-         loops + "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, epi);\n}\n";
+  const auto staged = rank_staging(spec.products, t, at, bkn, nb);
+  const std::string tile_args = tc_tile_args(at, bkn, nb);
+  return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
+         tile_template(t) + " Tile;\n" + "  const long long M = " + c_expr(spec.M) +
+         ", N = " + c_expr(spec.N) + ";\n" + "  const long long c_base = 0;\n" +
+         (staged ? scratch_fits(spec.products, *staged, tile_args) + scratch_pointer(tile_args)
+                 : "") +
+         epilogue_lambda(spec, "float", "epi", staged.has_value()) + tc_block_setup(NB) + loops +
+         (staged ? rank_staging_code(spec.products, *staged) : "") +
+         epilogue_call(spec, staged.has_value(), "epi") + "}\n";
 }
 
 void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout& la,
                       const TcLayout& lb) {
-  const int64_t N = *spec.N.as_const(), K = *spec.K.as_const();
+  const int64_t N = *spec.N.as_const();
   const int nb = static_cast<int>(spec.b.size());
   const TileConfig t = choose_tile(spec.M, N, nb);
-  const int threads = 32 * t.warps_m * t.warps_n;
   KernelLaunch launch;
   launch.name = ctx.kernel_name(spec.what);
-  launch.summary = spec.summary + " " + tc_tag(t) + "]";
+  const bool staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb).has_value();
+  launch.summary =
+      spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + "]";
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
-  launch.block = {threads, 1, 1};
+  launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
   launch.nodes = spec.nodes;
-  std::string src;
-  if (!spec.k_segments.empty()) {
-    src = segmented_tc_source(ctx, spec, launch.name, tile_template(t), threads, la.transposed,
-                              lb.transposed);
-  } else {
-    const std::string pa = spec.params.add(spec.a.buffer, DType::kBF16, false);
-    std::vector<std::string> pb;
-    for (const GemmOperandRef& b : spec.b)
-      pb.push_back(spec.params.add(b.buffer, DType::kBF16, false));
-    auto b_ptr = [&](size_t j) { return pb[j] + " + " + c_expr(spec.b[j].offset); };
-    src = kernel_header(launch.name, threads, spec.params, ctx) +
-          "  const long long M = " + c_expr(spec.M) + ";\n  const long long c_base = 0;\n" +
-          epilogue_lambda(spec, "float") + "  dg_gemm_tc<" + tile_template(t) + ", " +
-          std::to_string(N) + ", " + std::to_string(K) + ", " + (la.transposed ? "true" : "false") +
-          ", " + (lb.transposed ? "true" : "false") + ", " + std::to_string(nb) + ">(" + pa +
-          " + " + c_expr(spec.a.offset) + ", " + c_expr(la.ld) + ", " + b_ptr(0) + ", " +
-          b_ptr(nb == 2 ? 1 : 0) + ", " + c_expr(lb.ld) + ", M, epi);\n}\n";
-  }
+  std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed);
   launch.buffers = spec.params.buffers();
   ctx.add_kernel(std::move(launch), src);
 }
@@ -480,7 +575,8 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
   const bool bkn = tc_layout(first.b[0], first.K, first.N, true)->transposed;
   std::vector<std::string> a, lda, ldb, epilogues;
   std::vector<std::vector<std::string>> b(first.b.size());
-  std::string lambdas;
+  std::string lambdas, scratch;
+  bool has_scratch = false;
   for (size_t p = 0; p < problems.size(); ++p) {
     const GemmKernelSpec& spec = problems[p];
     a.push_back(params.add(spec.a.buffer, DType::kBF16, false) + " + " + c_expr(spec.a.offset));
@@ -489,16 +585,23 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
     for (size_t j = 0; j < spec.b.size(); ++j)
       b[j].push_back(params.add(spec.b[j].buffer, DType::kBF16, false) + " + " +
                      c_expr(spec.b[j].offset));
+    // Each problem stages its own products from the scratch's start: a block runs one problem.
+    const auto staged = rank_staging(spec.products, t, at, bkn, static_cast<int>(spec.b.size()));
+    const std::string tile_args = tc_tile_args(at, bkn, static_cast<int>(first.b.size()));
+    if (staged) scratch += scratch_fits(spec.products, *staged, tile_args);
+    if (staged && !has_scratch) scratch += scratch_pointer(tile_args);
+    has_scratch = has_scratch || staged;
     const std::string epi = "epi" + std::to_string(p);
-    lambdas += epilogue_lambda(spec, "float", epi);
-    epilogues.push_back("  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n");
+    lambdas += epilogue_lambda(spec, "float", epi, staged.has_value());
+    epilogues.push_back((staged ? rank_staging_code(spec.products, *staged) : "") +
+                        epilogue_call(spec, staged.has_value(), epi));
   }
   std::string bs;
   for (const std::vector<std::string>& bj : b) bs += (bs.empty() ? "" : ", ") + by_problem(bj);
   return kernel_header(name, 32 * t.warps_m * t.warps_n, params, ctx) + "  typedef " +
          tile_template(t) + " Tile;\n  const unsigned problem = blockIdx.z;\n" +
          "  const long long M = " + c_expr(first.M) + ", N = " + c_expr(first.N) + ";\n" +
-         "  const long long c_base = 0;\n" + lambdas + tc_block_setup(nb) +
+         "  const long long c_base = 0;\n" + scratch + lambdas + tc_block_setup(nb) +
          tc_mainloop(nb, at, bkn, by_problem(a), by_problem(lda), bs, by_problem(ldb),
                      c_expr(first.K)) +
          branch_by_problem(epilogues) + "}\n";

@@ -69,6 +69,7 @@ class ElementBody {
   }
 
   std::string code() const { return (needs_index_ ? index_setup_ : std::string()) + body_; }
+  const std::vector<EpilogueProduct>& products() const { return products_; }
   // Index variables the broadcast loads use: <var>0, <var>1, ... over the body's shape.
   void set_index_var(const std::string& var) { index_var_ = var; }
 
@@ -118,12 +119,17 @@ class ElementBody {
     std::string pt = params_.add(ctx_.buffer_of(node.inputs[0]), t.dtype, false);
     std::string pw = params_.add(ctx_.buffer_of(node.inputs[1]), w.dtype, false);
     std::string k = std::to_string(*K);
-    std::string w_index = node.op == OpKind::kLinear ? "(long long)col * " + k + " + j"
-                                                     : "j * " + c_expr(w.shape[1]) + " + col";
     std::string var = "r" + std::to_string(node.output);
-    body_ += "    " + ct + " " + var + " = 0;\n    DG_NO_UNROLL for (int j = 0; j < " + k +
-             "; ++j) " + var + " += dg_convert<" + ct + ">(" + pt + "[row * " + k +
-             " + j]) * dg_convert<" + ct + ">(" + pw + "[" + w_index + "]);\n";
+    EpilogueProduct product;
+    product.name = "rank" + std::to_string(node.output);
+    product.t = pt;
+    product.w = pw;
+    product.k = *K;
+    product.linear_weight = node.op == OpKind::kLinear;
+    product.w_ld = c_expr(w.shape[1]);
+    product.ct = ct;
+    products_.push_back(product);
+    body_ += "    " + ct + " " + var + " = " + product.name + ";\n";  // epilogue_lambda's
     if (node.inputs.size() == 3)
       body_ += "    " + var + " += dg_convert<" + ct + ">(" +
                params_.add(ctx_.buffer_of(node.inputs[2]), g_.tensor(node.inputs[2]).dtype, false) +
@@ -139,6 +145,7 @@ class ElementBody {
   std::string same_offset_, index_setup_, index_var_ = "i";
   std::map<ValueId, std::string> vars_;
   std::string body_;
+  std::vector<EpilogueProduct> products_;
   bool needs_index_ = false;
 };
 
@@ -288,6 +295,7 @@ GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& ord
     body.add_node(n);
   }
   spec.epilogue = body.code();
+  spec.products = body.products();
   return spec;
 }
 

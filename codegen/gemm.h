@@ -39,6 +39,20 @@ struct GemmKSegment {
   SymExpr K;
 };
 
+// A rank-r product in a GEMM's epilogue (a LoRA update U @ B^T): value `name` at (row, col) is
+// the sum over j < k of t[row * k + j] * w(col, j), with w a linear's weight [N][k] (w[col * k +
+// j]) or a matmul's [k][N] (w[j * w_ld + col]). The epilogue reads t and w through the accessors
+// <name>_t and <name>_w, which the kernel declares: over global memory, or over copies staged in
+// shared memory (Note [Staged rank-r epilogue] in codegen/device/dg_epilogue.cuh).
+struct EpilogueProduct {
+  std::string name;  // unique in the kernel
+  std::string t, w;  // pointer parameters
+  int64_t k = 0;
+  bool linear_weight = true;
+  std::string w_ld;  // a matmul's leading dimension of w (C expression)
+  std::string ct;    // the compute type
+};
+
 struct GemmKernelSpec {
   std::string what, summary;
   std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
@@ -51,15 +65,19 @@ struct GemmKernelSpec {
   // Statements run for each (row, col) inside [0, M) x [0, N), with `long long row`, `int col`,
   // `acc0` (and `acc1` for two B operands) in scope, and `c_base`, the batch's offset in C.
   std::string epilogue;
+  std::vector<EpilogueProduct> products;  // the epilogue's rank-r products
   // Empty, or the K segments accumulated one after another into the same accumulators (then `a`
   // and `b` are the first segment's and K is their sum).
   std::vector<GemmKSegment> k_segments;
 };
 
 // ---- pieces of kernel source shared by the GEMM emitters ----
-// `auto <name> = [&](long long row, int col, <acc> acc0[, <acc> acc1]) { <spec.epilogue> };`
+// `auto <name> = [&](long long row, int col, <acc> acc0[, <acc> acc1]) { <spec.epilogue> };`,
+// with the values of the epilogue's rank-r products defined first: read from global memory
+// through accessors declared before the lambda, or (`staged`, Note [Staged rank-r epilogue]) from
+// a last parameter `const float (&dg_rank)[products]` that dg_gemm_epilogue_rank passes.
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
-                            const std::string& name = "epi");
+                            const std::string& name = "epi", bool staged = false);
 // `extern "C" __global__ void __launch_bounds__(threads) name(params, symbols) {`
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx);

@@ -47,7 +47,7 @@ std::string mutant_source(const std::vector<MutantEdit>& edits, std::string* err
   }
   replace_all(&t, "#pragma once\n", "");
   replace_all(&t, "dg_gemm_", "mu_gemm_");
-  replace_all(&t, "DgGemmTile", "MuGemmTile");
+  replace_all(&t, "DgGemm", "MuGemm");  // DgGemmTile, DgGemmTileCopy, ...
   replace_all(&t, "DgSmemTile", "MuSmemTile");
   return "#include \"dg_device.cuh\"\n" + t + R"cuda(
 typedef MuGemmTile<32, 32, 32, 2, 1, 3> MuTile;

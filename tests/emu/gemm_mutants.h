@@ -18,7 +18,7 @@ struct GemmMutant {
   std::vector<MutantEdit> edits;
 };
 
-// Note [GEMM mutants]: each anchor is a line of dg_gemm_mainloop or dg_gemm_load_tile, quoted
+// Note [GEMM mutants]: each anchor is a line of dg_gemm_pipeline or DgGemmTileCopy::copy, quoted
 // whole, so a rewrite of the template that drops or changes it fails the mutation test loudly
 // (the anchor is missing) instead of leaving a mutant silently identical to the template. When
 // the main loop changes, update the anchors together with it and keep every mutant caught.
@@ -27,37 +27,38 @@ inline const std::vector<GemmMutant>& gemm_mutants() {
       {"prefetch_before_barrier",
        "the next stage's cp.async is issued before the __syncthreads that ends the reads of the "
        "stage it overwrites (a write-after-read race on the ring)",
-       {{"    __syncthreads();  // ...and for every thread; stage (kt - 1) % kStages is no longer "
-         "read\n",
+       {{"    __syncthreads();  // ...and for every thread; stage `write` (read at kt - 1) is free "
+         "again\n",
          ""},
-        {"    dg_cp_async_commit();\n    const int s = static_cast<int>(kt % Tile::kStages);\n",
-         "    dg_cp_async_commit();\n    __syncthreads();\n"
-         "    const int s = static_cast<int>(kt % Tile::kStages);\n"}}},
+        {"    dg_cp_async_commit();\n    dg_gemm_stage_mma<",
+         "    dg_cp_async_commit();\n    __syncthreads();\n    dg_gemm_stage_mma<"}}},
       {"wait_group_off_by_one",
        "cp.async.wait_group keeps one group too many in flight: tile kt may not have landed",
        {{"    dg_cp_async_wait<Tile::kStages - 2>();  // tile kt has landed for this thread...\n",
          "    dg_cp_async_wait<Tile::kStages - 1>();\n"}}},
       {"no_barrier_after_wait",
        "no __syncthreads after the wait: a thread reads tiles other threads' copies fill",
-       {{"    __syncthreads();  // ...and for every thread; stage (kt - 1) % kStages is no longer "
-         "read\n",
+       {{"    __syncthreads();  // ...and for every thread; stage `write` (read at kt - 1) is free "
+         "again\n",
          ""}}},
       {"no_k_tail_zero_fill",
-       "chunks past the K (or M, N) extent are skipped instead of zero-filled, so the K tail "
-       "multiplies whatever the stage held",
-       {{"      dg_cp_async_16_zfill(dst, g, inside);\n",
-         "      if (inside) dg_cp_async_16_zfill(dst, g, inside);\n"}}},
+       "chunks past the K extent are skipped instead of zero-filled, so the K residue multiplies "
+       "whatever the stage held",
+       {{"            dg_cp_async_16_zfill(dst, g, inside);\n",
+         "            if (inside) dg_cp_async_16_zfill(dst, g, inside);\n"}}},
       {"commit_only_when_loading",
        "no empty commit groups at the end of K, so wait_group<kStages - 2> leaves the last "
        "tiles in flight",
-       {{"                                            k_end, aligned);\n"
-         "    }\n    dg_cp_async_commit();\n",
-         "                                            k_end, aligned);\n"
-         "      dg_cp_async_commit();\n    }\n"}}},
+       {{"      copies.advance(Tile::BK);\n    }\n    dg_cp_async_commit();\n    "
+         "dg_gemm_stage_mma<",
+         "      copies.advance(Tile::BK);\n      dg_cp_async_commit();\n    }\n"
+         "    dg_gemm_stage_mma<"}}},
       {"prefetch_into_current_stage",
-       "the prefetch goes to stage kt % kStages, the one about to be read",
-       {{"      const int s = static_cast<int>(next % Tile::kStages);\n",
-         "      const int s = static_cast<int>(kt % Tile::kStages);\n"}}},
+       "the prefetch goes to the stage about to be read",
+       {{"      copies.template copy<ALIGNED, true, EDGE>(dg_gemm_bytes_after(smem, write), 0, "
+         "0);\n",
+         "      copies.template copy<ALIGNED, true, EDGE>(dg_gemm_bytes_after(smem, read), 0, "
+         "0);\n"}}},
   };
   return mutants;
 }
