@@ -237,9 +237,10 @@ std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::str
 
 // The kernel of a tensor-core GEMM: its block's mainloop, once per K segment into the same
 // accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh), its rank-r products'
-// operands staged in shared memory where they fit (Note [Staged rank-r epilogue]).
+// operands staged in shared memory at `staged` (rank_staging's offsets) when it has a value.
 std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
-                      const TileConfig& t, bool at, bool bkn) {
+                      const TileConfig& t, bool at, bool bkn,
+                      const std::optional<std::vector<int64_t>>& staged) {
   const int nb = static_cast<int>(spec.b.size());
   const std::string NB = std::to_string(nb);
   std::vector<GemmKSegment> segments = spec.k_segments;
@@ -256,7 +257,6 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
     loops += tc_mainloop(NB, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
                          c_expr(lb->ld), c_expr(seg.K));
   }
-  const auto staged = rank_staging(spec.products, t, at, bkn, nb);
   const std::string tile_args = tc_tile_args(at, bkn, nb);
   return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
          tile_template(t) + " Tile;\n" + "  const long long M = " + c_expr(spec.M) +
@@ -275,13 +275,13 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   const TileConfig t = choose_tile(spec.M, N, nb);
   KernelLaunch launch;
   launch.name = ctx.kernel_name(spec.what);
-  const bool staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb).has_value();
+  const auto staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb);
   launch.summary =
       spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + "]";
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
   launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
   launch.nodes = spec.nodes;
-  std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed);
+  std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
   launch.buffers = spec.params.buffers();
   ctx.add_kernel(std::move(launch), src);
 }
@@ -577,6 +577,7 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
   std::vector<std::vector<std::string>> b(first.b.size());
   std::string lambdas, scratch;
   bool has_scratch = false;
+  const std::string tile_args = tc_tile_args(at, bkn, static_cast<int>(first.b.size()));
   for (size_t p = 0; p < problems.size(); ++p) {
     const GemmKernelSpec& spec = problems[p];
     a.push_back(params.add(spec.a.buffer, DType::kBF16, false) + " + " + c_expr(spec.a.offset));
@@ -587,7 +588,6 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
                      c_expr(spec.b[j].offset));
     // Each problem stages its own products from the scratch's start: a block runs one problem.
     const auto staged = rank_staging(spec.products, t, at, bkn, static_cast<int>(spec.b.size()));
-    const std::string tile_args = tc_tile_args(at, bkn, static_cast<int>(first.b.size()));
     if (staged) scratch += scratch_fits(spec.products, *staged, tile_args);
     if (staged && !has_scratch) scratch += scratch_pointer(tile_args);
     has_scratch = has_scratch || staged;

@@ -13,7 +13,7 @@
 // tile, each j step loads 2 values of U and 2 per n8 tile of B and does 4 FMAs per n8 tile,
 // instead of 2 loads per FMA. The padding keeps a warp's reads free of bank conflicts (its lanes
 // read 8 rows of U, stride K + 1 words, and neighbouring columns of B) and the staging writes too.
-// Values and the order of the additions are the global path's, so both give the same bits. The
+// The values and the order of the additions (j ascending) are the global path's. The
 // code generator stages when every product is f32 with the same K and the copies fit the main
 // loop's shared memory (codegen/emit_gemm.cc); otherwise the epilogue reads global memory.
 #pragma once

@@ -103,17 +103,17 @@ struct DgGemmFragB {
 // What a k-tile of the main loop issues per thread is settled before the loop starts, so that the
 // loop is MMAs, ldmatrix and cp.async with little else (issue 14's target: at most 2.5
 // instructions per MMA and no inner loop; tests/static/main_loop_test.cc reads the SASS):
-// - Copies are planned once per thread (DgGemmTileCopy). An operand tile's 16-byte chunks are dealt
-//   to the threads in slots; a thread's slot s lies kRowsPerSlot tile rows below its slot s - 1,
-//   so its shared-memory offset is the slot-0 offset plus a compile-time constant, and its global
-//   address the slot-0 pointer plus a stride fixed at launch (a constant where the leading
-//   dimension is one: then the slots are immediate offsets of one pointer). Whether a slot lies
-//   inside the operand's non-K extent (rows past M, columns past N) is one bit of a mask,
-//   computed once; chunks outside it are zero-filled.
+// - Copies are planned once per thread (DgGemmTileCopy). A warp's copy instruction reads whole
+//   32-byte sectors (at least two threads share a row), a thread's next chunk in a row is an
+//   immediate offset of the same pointer, and each pass of rows has its own pointer. Rows past M
+//   or N, when K runs along the tile's columns, read the last row inside instead of being
+//   predicated (they only feed accumulators the epilogue never sees). A transposed operand's
+//   columns past M or N are zero-filled by a per-chunk predicate from a mask computed once; only
+//   blocks on that edge run the predicated variant.
 // - The K residue goes first: tile 0 covers [k_begin, k_begin + r) with r = (k_end - k_begin) %
 //   BK (a whole BK when that is 0) and is loaded in the prologue with per-chunk K predicates;
-//   every later tile is whole, so the copies in the loop test only the mask. K extents are
-//   multiples of 8 (a precondition), so a chunk is inside K or outside as a whole.
+//   every later tile is whole, so an interior block's copies in the loop carry no predicate. K
+//   extents are multiples of 8 (a precondition), so a chunk is inside K or outside as a whole.
 // - Alignment is decided once per launch: the pipeline is instantiated for 16-byte aligned
 //   operands (cp.async) and for the rest (plain loads into shared memory), and one uniform branch
 //   picks one. An unaligned launch gives the same results, slower.
