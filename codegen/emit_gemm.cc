@@ -6,6 +6,7 @@
 
 #include "codegen/c_expr.h"
 #include "codegen/gemm.h"
+#include "codegen/tile_choice.h"
 
 namespace dg {
 
@@ -53,22 +54,6 @@ std::optional<TcLayout> tc_layout(const GemmOperandRef& op, const SymExpr& rows,
   return std::nullopt;
 }
 
-struct TileConfig {
-  int bm, bn, bk, warps_m, warps_n, stages;
-};
-
-// Note [Tile choice]: per GEMM from the range of M (a symbol range holds for every binding) and
-// N: warp tiles of 32 x 64 (one B) or 32 x 32 per B (two B), so each thread keeps 64 fp32
-// accumulators; shared memory stays under the 48 KB of static shared memory.
-TileConfig choose_tile(const SymExpr& M, int64_t N, int nb) {
-  const Interval r = M.bounds();
-  const int bn = (nb == 2 || N <= 64) ? 64 : 128;
-  const int warps_n = nb == 2 ? bn / 32 : bn / 64;
-  if (r.hi <= 32) return {32, bn, 32, 1, warps_n, 3};
-  if (r.lo >= 1024) return {128, bn, 32, 4, warps_n, 2};
-  return {64, bn, 32, 2, warps_n, 3};
-}
-
 std::string operand_load(const GemmOperandRef& op, const std::string& name,
                          const std::string& index, const std::string& acc) {
   std::string v = name + "[" + index + "]";
@@ -114,6 +99,16 @@ std::string tile_template(const TileConfig& t) {
 std::string tc_tag(const TileConfig& t) {
   return "[tensor cores " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages";
+}
+
+// A variant kernel's name after its GEMM's first: "_tile32x64".
+std::string variant_suffix(const TileConfig& t) {
+  return "_tile" + std::to_string(t.bm) + "x" + std::to_string(t.bn);
+}
+
+// ", for M <= 512" when the GEMM has several variants (Note [Tile choice]).
+std::string range_tag(const std::vector<TileVariant>& variants, size_t v) {
+  return variants.size() == 1 ? "" : ", " + variant_range_text(variants[v]);
 }
 
 // Note [Staged rank-r epilogue] (codegen/device/dg_epilogue.cuh): where each product's copies go
@@ -270,20 +265,25 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
 
 void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout& la,
                       const TcLayout& lb) {
-  const int64_t N = *spec.N.as_const();
   const int nb = static_cast<int>(spec.b.size());
-  const TileConfig t = choose_tile(spec.M, N, nb);
-  KernelLaunch launch;
-  launch.name = ctx.kernel_name(spec.what);
-  const auto staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb);
-  launch.summary =
-      spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + "]";
-  launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
-  launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
-  launch.nodes = spec.nodes;
-  std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
-  launch.buffers = spec.params.buffers();
-  ctx.add_kernel(std::move(launch), src);
+  const std::vector<TileVariant> variants = tile_variants(spec.M, *spec.N.as_const(), nb);
+  const std::string base = ctx.kernel_name(spec.what);
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const TileConfig& t = variants[v].tile;
+    KernelLaunch launch;
+    launch.name = v == 0 ? base : base + variant_suffix(t);
+    launch.variant = static_cast<int>(v);
+    const auto staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb);
+    launch.summary = spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") +
+                     range_tag(variants, v) + "]";
+    if (variants.size() > 1) launch.runs = variant_selector(spec.M, variants[v]);
+    launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
+    launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
+    launch.nodes = spec.nodes;
+    std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
+    launch.buffers = spec.params.buffers();
+    ctx.add_kernel(std::move(launch), src);
+  }
 }
 
 // Loads one 64 x 16 operand tile into shared memory, converting to the accumulator type; the
@@ -509,9 +509,11 @@ std::string grouping_key(const GemmKernelSpec& spec) {
   std::string key = " nb=" + std::to_string(spec.b.size()) + " M=" + spec.M.to_string() +
                     " N=" + spec.N.to_string() + " K=" + spec.K.to_string();
   if (tensor_core_eligible(spec)) {
-    const TileConfig t = choose_tile(spec.M, *spec.N.as_const(), static_cast<int>(spec.b.size()));
-    return "tc " + tile_template(t) +
-           (tc_layout(spec.a, spec.M, spec.K, false)->transposed ? " AT" : "") +
+    std::string tiles;
+    for (const TileVariant& v :
+         tile_variants(spec.M, *spec.N.as_const(), static_cast<int>(spec.b.size())))
+      tiles += tile_template(v.tile) + " ";
+    return "tc " + tiles + (tc_layout(spec.a, spec.M, spec.K, false)->transposed ? " AT" : "") +
            (tc_layout(spec.b[0], spec.K, spec.N, true)->transposed ? " BKN" : "") + key;
   }
   key = "scalar " + compute_ctype(spec.acc_dtype) + key;
@@ -654,27 +656,39 @@ void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& 
   const bool tc = tensor_core_eligible(first);
   if (!tc && std::all_of(problems.begin(), problems.end(), rank_gemm_eligible))
     return emit_rank_gemm(ctx, problems, std::move(params));
-  const TileConfig t =
-      tc ? choose_tile(first.M, *first.N.as_const(), static_cast<int>(first.b.size()))
-         : TileConfig{64, 64, 16, 0, 0, 0};  // the scalar tile (Note [Simple GEMM])
-  KernelLaunch launch;
-  launch.name = ctx.kernel_name("grouped_" + first.what);
-  launch.grid = {ceildiv(first.M, SymExpr(t.bm)), ceildiv(first.N, SymExpr(t.bn)),
-                 SymExpr(static_cast<int64_t>(problems.size()))};
-  launch.block = {tc ? 32 * t.warps_m * t.warps_n : 256, 1, 1};
+  // The scalar tile (Note [Simple GEMM]) is one variant for every M.
+  const std::vector<TileVariant> variants =
+      tc ? tile_variants(first.M, *first.N.as_const(), static_cast<int>(first.b.size()))
+         : std::vector<TileVariant>{{{64, 64, 16, 0, 0, 0}, 0, Interval::kPosInf}};
   std::string summary;
+  std::vector<int> nodes;
   for (const GemmKernelSpec& spec : problems) {
-    launch.nodes.insert(launch.nodes.end(), spec.nodes.begin(), spec.nodes.end());
+    nodes.insert(nodes.end(), spec.nodes.begin(), spec.nodes.end());
     summary += " {" + node_list(ctx.graph(), spec.nodes) + "}";
   }
-  launch.summary = std::to_string(problems.size()) + " problems on blockIdx.z:" + summary +
-                   " M=" + first.M.to_string() + " N=" + first.N.to_string() +
-                   " K=" + first.K.to_string() + " " + (tc ? tc_tag(t) : "[scalar tile 64x64") +
-                   "]";
-  std::string src = tc ? grouped_tc_source(ctx, problems, params, launch.name, t)
-                       : grouped_scalar_source(ctx, problems, params, launch.name);
-  launch.buffers = params.buffers();
-  ctx.add_kernel(std::move(launch), src);
+  const std::string base = ctx.kernel_name("grouped_" + first.what);
+  const SymExpr count(static_cast<int64_t>(problems.size()));
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const TileConfig& t = variants[v].tile;
+    KernelLaunch launch;
+    launch.name = v == 0 ? base : base + variant_suffix(t);
+    launch.variant = static_cast<int>(v);
+    // Problem p on blockIdx.z == p, for the calls that launch this variant.
+    if (variants.size() > 1) launch.runs = variant_selector(first.M, variants[v]);
+    launch.grid = {ceildiv(first.M, SymExpr(t.bm)), ceildiv(first.N, SymExpr(t.bn)),
+                   count * launch.runs};
+    launch.block = {tc ? 32 * t.warps_m * t.warps_n : 256, 1, 1};
+    launch.nodes = nodes;
+    launch.summary = std::to_string(problems.size()) + " problems on blockIdx.z:" + summary +
+                     " M=" + first.M.to_string() + " N=" + first.N.to_string() +
+                     " K=" + first.K.to_string() + " " + (tc ? tc_tag(t) : "[scalar tile 64x64") +
+                     range_tag(variants, v) + "]";
+    KernelParams kernel_params = params;
+    std::string src = tc ? grouped_tc_source(ctx, problems, kernel_params, launch.name, t)
+                         : grouped_scalar_source(ctx, problems, kernel_params, launch.name);
+    launch.buffers = kernel_params.buffers();
+    ctx.add_kernel(std::move(launch), src);
+  }
 }
 
 }  // namespace dg

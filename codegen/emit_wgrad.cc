@@ -10,6 +10,7 @@
 #include "codegen/c_expr.h"
 #include "codegen/lowering.h"
 #include "codegen/scalar_ops.h"
+#include "codegen/tile_choice.h"
 #include "codegen/wgrad.h"
 
 namespace dg {
@@ -147,8 +148,8 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
 void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   const Graph& g = ctx.graph();
   std::set<int> set(members.begin(), members.end());
-  int64_t chunk_tokens = g.nodes[members[0]].attrs.get_int(kSplitTokensAttr).value_or(0);
-  if (chunk_tokens <= 0) throw std::logic_error("a weight-gradient group without split_tokens");
+  int64_t min_chunk = g.nodes[members[0]].attrs.get_int(kSplitTokensAttr).value_or(0);
+  if (min_chunk <= 0) throw std::logic_error("a weight-gradient group without split_tokens");
   std::vector<Problem> problems;
   SymExpr K;
   int64_t total = 0, tiles = 0;
@@ -169,7 +170,12 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
     tiles += pr.tiles;
     problems.push_back(pr);
   }
-  SymExpr chunks = ceildiv(K, SymExpr(chunk_tokens));
+  // Note [Weight-gradient groups]: chunks of at least min_chunk tokens, as many as make two waves
+  // of blocks on an H100/H200 (Note [Tile choice]), rounded to 16 tokens (a K step of the tiles).
+  const int64_t target_chunks = (2 * kFillCtas + tiles - 1) / tiles;
+  const SymExpr chunk = max(SymExpr(min_chunk),
+                            SymExpr(16) * ceildiv(ceildiv(K, SymExpr(target_chunks)), SymExpr(16)));
+  SymExpr chunks = ceildiv(K, chunk);
   std::string total_s = std::to_string(total);
   BufferRef part =
       ctx.workspace(chunks * SymExpr(total * 4),
@@ -191,8 +197,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   body += "  }\n";
   KernelLaunch k1;
   k1.name = ctx.kernel_name("wgrad_partials");
-  k1.summary = "weight gradients" + outputs + ": partial products over chunks of " +
-               std::to_string(chunk_tokens) + " of K=" + K.to_string() + " tokens";
+  k1.summary = "weight gradients" + outputs + ": partial products over " + chunks.to_string() +
+               " chunks of " + chunk.to_string() + " of K=" + K.to_string() + " tokens";
   k1.grid = {SymExpr(tiles), chunks, SymExpr(1)};
   k1.block = {256, 1, 1};
   k1.buffers = params.buffers();
@@ -201,10 +207,10 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
       "extern \"C\" __global__ void __launch_bounds__(256) " + k1.name + "(" +
       params.declaration() + ctx.symbol_params() + ") {\n" + "  const long long K = " + c_expr(K) +
       ";\n"
-      "  const long long chunk = blockIdx.y, k_begin = chunk * " +
-      std::to_string(chunk_tokens) + ";\n  const long long k_end = k_begin + " +
-      std::to_string(chunk_tokens) + " < K ? k_begin + " + std::to_string(chunk_tokens) +
-      " : K;\n"
+      "  const long long chunk_tokens = " +
+      c_expr(chunk) +
+      ";\n  const long long chunk = blockIdx.y, k_begin = chunk * chunk_tokens;\n"
+      "  const long long k_end = k_begin + chunk_tokens < K ? k_begin + chunk_tokens : K;\n"
       "  const int tile = blockIdx.x;\n"
       "  float* __restrict__ part = o0;\n"
       "  __shared__ float As[16][256 + 4];\n"

@@ -24,6 +24,13 @@ struct KernelLaunch {
   std::array<SymExpr, 3> grid;     // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
   int shared_bytes = 0;  // dynamic shared memory
+  // 0, or k: this kernel is the k-th alternative of the GEMM whose variant 0 comes k kernels
+  // before it; each call launches one of them, by M (Note [Tile choice] in tile_choice.cc).
+  int variant = 0;
+  // 1 for the calls that launch this kernel, 0 for those that launch another variant: a factor of
+  // a grid extent. The costs below are the GEMM's, the same in every variant: a sum over the plan
+  // counts variant 0 only, a sum at a binding the launched kernels.
+  SymExpr runs{1};
   // The graph nodes (indices into Graph::nodes) this kernel computes, in order; empty for a
   // plain copy. With `buffers`, this is all the cost model needs (Note [Kernel cost model]).
   std::vector<int> nodes;
@@ -44,6 +51,10 @@ struct RuntimeRequirement {
   SymExpr value;
   std::string message;  // what is wrong when it is not, e.g. "amax over an empty dim"
 };
+
+struct KernelPlan;
+// The kernels a call launches at most: variants of one GEMM count once.
+size_t launch_sites(const KernelPlan& plan);
 
 struct KernelPlan {
   std::vector<RuntimeRequirement> requirements;

@@ -61,6 +61,12 @@ void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source)
   plan_.kernels.push_back(std::move(launch));
 }
 
+size_t launch_sites(const KernelPlan& plan) {
+  size_t n = 0;
+  for (const KernelLaunch& k : plan.kernels) n += k.variant == 0;
+  return n;
+}
+
 KernelPlan LoweringContext::finish(const std::string& prelude) {
   plan_.source = prelude + body_;
   return std::move(plan_);

@@ -7,11 +7,16 @@
 // items, so a kernel that loops over all of K in one block leaves the GPU idle, and float atomics
 // would make the result depend on scheduling. Such matmuls (with K the same symbolic expression)
 // form one group marked `split_tokens = C`: codegen lowers it as two kernels for every member
-// together (codegen/emit_wgrad.cc): (1) partial products over chunks of C tokens, each block one
+// together (codegen/emit_wgrad.cc): (1) partial products over chunks of tokens, each block one
 // output tile of one member for one chunk, written as fp32 to a workspace of
-// ceil(K / C) x (sum of P * Q) floats; (2) a reduction that adds each element's chunk partials in
-// chunk order. The sum order is fixed by C alone, so the result is deterministic, and nothing in
-// the plan depends on the binding of K: one compile serves every token count (K = 0 gives zeros).
+// chunks x (sum of P * Q) floats; (2) a reduction that adds each element's chunk partials in
+// chunk order. A chunk holds at least C tokens; past that, K is cut into as many chunks as make
+// two waves of blocks on an H100/H200 with the group's output tiles (Note [Tile choice] in
+// codegen/tile_choice.cc): the seed's 36 tiles take 8 chunks, 288 blocks, from 512 tokens on,
+// where a fixed 256-token chunk launched 72 blocks at 512 (and, at 4096, 576 blocks with twice
+// the partials to sum). The chunk size is a function of K alone, so the sum order is fixed for
+// each token count and the result deterministic, and one compile serves every token count
+// (K = 0 gives zeros).
 // The operands' prologues (permute, casts, elementwise ops with rank-0 constants, as in
 // `permute(f32(g) * 2.0)`) are copied into the group and evaluated while the tiles load, so a
 // scaled gradient that another kernel also reads need not be stored for this one.
@@ -28,7 +33,7 @@ namespace dg {
 
 namespace {
 
-constexpr int64_t kTokensPerChunk = 256;
+constexpr int64_t kTokensPerChunk = 64;  // the smallest chunk
 
 bool is_rank0_constant(const Graph& g, ValueId v) {
   int p = g.value(v).producer;

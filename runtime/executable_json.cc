@@ -30,7 +30,9 @@ Json kernel_json(const Executable& e, const KernelLaunch& kl,
             {"ops", std::move(ops)},
             {"flops", kl.flops.to_string()},
             {"tensor_flops", kl.tensor_flops.to_string()},
-            {"bytes", kl.bytes.to_string()}};
+            {"bytes", kl.bytes.to_string()},
+            {"variant", kl.variant},
+            {"runs", kl.runs.to_string()}};
   if (resources) k["ptxas"] = resources_json(*resources, kl.name);
   return k;
 }
@@ -45,10 +47,11 @@ Json describe_executable_json(const Executable& e, const std::string& key, int c
   SymExpr total_flops(0), total_tensor_flops(0), total_bytes(0);
   Json kernels = Json::array();
   for (const KernelLaunch& kl : plan.kernels) {
+    kernels.push_back(kernel_json(e, kl, resources));
+    if (kl.variant > 0) continue;  // a call runs one tile variant of a GEMM (Note [Tile choice])
     total_flops = total_flops + kl.flops;
     total_tensor_flops = total_tensor_flops + kl.tensor_flops;
     total_bytes = total_bytes + kl.bytes;
-    kernels.push_back(kernel_json(e, kl, resources));
   }
   return {{"key", key},
           {"target", e.target()},

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "ir/text_format.h"
@@ -29,11 +30,11 @@ std::string fixture_text(const std::string& name) {
   return ss.str();
 }
 
-// The seed's backward with other sizes: hidden, ffn and LoRA rank replace 2048, 1024 and 16
-// inside shapes (the scaling 2.0 = alpha / r stays). The symbol's range is widened to [0, inf]
-// (Dynamo specializes 0 and 1, the issue asks for them too).
-Graph seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
-  std::string text = fixture_text("seed_expert_mlp_backward.dgir");
+// A seed fixture (the forward or the backward) with other sizes: hidden, ffn and LoRA rank replace
+// 2048, 1024 and 16 inside shapes (the scaling 2.0 = alpha / r stays). The symbol's range is
+// widened to [0, inf] (Dynamo specializes 0 and 1, the issue asks for them too).
+Graph resized_seed(const std::string& fixture, int64_t hidden, int64_t ffn, int64_t rank) {
+  std::string text = fixture_text(fixture);
   std::string out;
   std::regex shape(R"(\[[^\]]*\])");
   std::sregex_iterator it(text.begin(), text.end(), shape), end;
@@ -54,6 +55,10 @@ Graph seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
   ParseResult r = parse_graph_text(out);
   EXPECT_TRUE(r.ok()) << r.error;
   return r.graph;
+}
+
+Graph seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
+  return resized_seed("seed_expert_mlp_backward.dgir", hidden, ffn, rank);
 }
 
 Graph load(const std::string& name) {
@@ -155,6 +160,58 @@ TEST(BackwardNumerics, Phi35Moe65) {
 // gate/up GEMM, both reading the weight slices in place).
 TEST(BackwardNumerics, DbrxExpertReduced) {
   check_token_counts(load("dbrx_expert_backward.dgir"), "s", {2, 17, 64, 129});
+}
+
+// Note [Tile choice]: a tensor-core GEMM holds a default tile and a 32 x 64 tile for the M where
+// the default launches under two waves; each call launches one by M. The seed's own shapes switch
+// at 1025 and 2049 tokens, minutes of emulation, so these graphs keep hidden or ffn at 64 and the
+// other wide (8192): the wide GEMMs switch at 129 (gate/up, two B operands) or 257 tokens. The
+// test checks that each token count launched one variant of every GEMM and that a GEMM of the
+// graph ran both of its variants, each checked against the reference.
+void check_every_variant_runs(const Graph& g, const std::string& symbol,
+                              const std::vector<int64_t>& token_counts) {
+  check_token_counts(g, symbol, token_counts);
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = cache_dir();
+  CompileOutcome o = compile_graph(g, req);  // a cache hit: the plan check_token_counts ran
+  ASSERT_TRUE(o.ok()) << o.error;
+  const std::vector<KernelLaunch>& kernels = o.executable->plan().kernels;
+  int switched = 0;  // GEMMs that ran more than one variant over the token counts
+  for (size_t first = 0; first < kernels.size(); ++first) {
+    size_t end = first + 1;
+    while (end < kernels.size() && kernels[end].variant > 0) ++end;
+    std::set<size_t> ran;
+    for (int64_t s : token_counts) {
+      int launched = 0;
+      for (size_t k = first; k < end; ++k) {
+        // The plan names the graph's one symbol canonically (s0): every symbol is the token count.
+        bool on = true;
+        for (const SymExpr& e : kernels[k].grid)
+          on = on &&
+               e.evaluate([&](const SymExpr&) -> std::optional<int64_t> { return s; }).value() > 0;
+        if (on) ran.insert(k);
+        launched += on;
+      }
+      if (s > 0) EXPECT_EQ(launched, 1) << kernels[first].name << " at " << symbol << " = " << s;
+    }
+    switched += ran.size() > 1;
+    first = end - 1;
+  }
+  EXPECT_GE(switched, 1) << "no GEMM ran two tile variants";
+}
+
+TEST(TileVariantNumerics, ForwardGateUpSwitchesAt129) {
+  check_every_variant_runs(resized_seed("seed_expert_mlp.dgir", 64, 8192, 16), "s77", {128, 129});
+}
+TEST(TileVariantNumerics, ForwardDownSwitchesAt257) {
+  check_every_variant_runs(resized_seed("seed_expert_mlp.dgir", 8192, 64, 16), "s77", {256, 257});
+}
+TEST(TileVariantNumerics, BackwardDgradSwitchesAt257) {
+  check_every_variant_runs(seed_backward(64, 8192, 16), "s77", {256, 257});
+}
+TEST(TileVariantNumerics, BackwardGradXSwitchesAt257) {
+  check_every_variant_runs(seed_backward(8192, 64, 16), "s77", {256, 257});
 }
 
 // The backward AOTAutograd really produced for the seed module (gather and scatter included).

@@ -95,12 +95,15 @@ TEST(DriverDouble, SmallBackwardThroughTheDriverIsBitwiseTheHostEmulation) {
   }
   std::string calls = launch_calls(the_double().calls());
   // At s = 300: the gate and up rank-r products as 2 problems on z (K = 128: the scalar tile),
-  // grad_x (2 N tiles) and the weight-gradient partials over 2 chunks of tokens; the down LoRA's
-  // rank-r product (K = 256) is k0/k1, split over K (Note [Rank-r products]).
+  // grad_x on its small-M tile (32 x 64: 10 x 4 blocks; the 64 x 128 default would launch 10,
+  // Note [Tile choice]) and the weight-gradient partials over 5 chunks of 64 tokens (6 tiles want
+  // 44 chunks for two waves; a chunk holds at least 64, Note [Weight-gradient groups]); the down
+  // LoRA's rank-r product (K = 256) is k0/k1, split over K (Note [Rank-r products]).
   EXPECT_NE(calls.find("cuLaunchKernel k3_grouped_fused_matmul grid=5,1,2"), std::string::npos)
       << calls;
-  EXPECT_NE(calls.find("cuLaunchKernel k4_fused_matmul grid=5,2,1"), std::string::npos) << calls;
-  EXPECT_NE(calls.find("cuLaunchKernel k5_wgrad_partials grid=6,2,1"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("cuLaunchKernel k4_fused_matmul_tile32x64 grid=10,4,1"), std::string::npos)
+      << calls;
+  EXPECT_NE(calls.find("cuLaunchKernel k5_wgrad_partials grid=6,5,1"), std::string::npos) << calls;
   EXPECT_EQ(calls.find("refused"), std::string::npos) << calls;
 }
 

@@ -1,8 +1,8 @@
 // The tensor-core GEMM template with every tile shape the code generator chooses
-// (codegen/emit_gemm.cc, choose_tile: one and two B operands), where pipelines go wrong: K of at
-// least 4 x BK x stages (every stage reused several times) and not a multiple of BK, M on either
-// side of a tile edge, N ragged. Run under whatever DYNGEN_EMU_* modes the environment sets (CI
-// runs it under random schedules with fixed seeds, tests/emu/CMakeLists.txt).
+// (Note [Tile choice] in codegen/tile_choice.cc: one and two B operands), where pipelines go wrong:
+// K of at least 4 x BK x stages (every stage reused several times) and not a multiple of BK, M on
+// either side of a tile edge, N ragged. Run under whatever DYNGEN_EMU_* modes the environment sets
+// (CI runs it under random schedules with fixed seeds, tests/emu/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,21 +16,22 @@ namespace dg::emu::testing {
 namespace {
 
 struct Variant {
-  int bm, bn, warps_m, warps_n, stages, nb;
+  int bm, bn, warps_m, warps_n, stages, nb, bk = 32;
   std::string kernel() const {
-    return "gemm_" + std::to_string(bm) + "x" + std::to_string(bn) + "_w" +
-           std::to_string(warps_m) + "x" + std::to_string(warps_n) + "_s" + std::to_string(stages) +
-           "_b" + std::to_string(nb);
+    return "gemm_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
+           "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) + "_s" +
+           std::to_string(stages) + "_b" + std::to_string(nb);
   }
   int threads() const { return 32 * warps_m * warps_n; }
 };
 
-// choose_tile's shapes: BM 32 / 64 / 128 (2 stages at 128), BN 64 or 128 with 64-column warps
-// for one B, BN 64 with 32-column warps for two.
+// The tile table's shapes: BM 32 / 64 / 128 (2 stages at 128), BN 64 or 128 with 64-column warps
+// for one B, BN 64 with 32-column warps for two; the small-M tile 32 x 64 with one warp and BK 64
+// for one B operand (2 stages), with 32-column warps for two.
 const Variant kVariants[] = {
-    {32, 64, 1, 1, 3, 1},  {32, 128, 1, 2, 3, 1}, {64, 64, 2, 1, 3, 1},
-    {64, 128, 2, 2, 3, 1}, {128, 64, 4, 1, 2, 1}, {128, 128, 4, 2, 2, 1},
-    {32, 64, 1, 2, 3, 2},  {64, 64, 2, 2, 3, 2},  {128, 64, 4, 2, 2, 2},
+    {32, 64, 1, 1, 3, 1},  {32, 128, 1, 2, 3, 1},  {64, 64, 2, 1, 3, 1},     {64, 128, 2, 2, 3, 1},
+    {128, 64, 4, 1, 2, 1}, {128, 128, 4, 2, 2, 1}, {32, 64, 1, 1, 2, 1, 64}, {32, 64, 1, 2, 3, 2},
+    {64, 64, 2, 2, 3, 2},  {128, 64, 4, 2, 2, 2},
 };
 
 std::string variants_source() {
@@ -62,7 +63,7 @@ DG_DEVICE void variant(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, f
 )cuda";
   for (const Variant& v : kVariants) {
     const std::string tile = "DgGemmTile<" + std::to_string(v.bm) + ", " + std::to_string(v.bn) +
-                             ", 32, " + std::to_string(v.warps_m) + ", " +
+                             ", " + std::to_string(v.bk) + ", " + std::to_string(v.warps_m) + ", " +
                              std::to_string(v.warps_n) + ", " + std::to_string(v.stages) + ">";
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(v.threads()) + ") " +
          v.kernel() +
@@ -88,8 +89,8 @@ class EmuGemmVariants : public ::testing::TestWithParam<Variant> {};
 TEST_P(EmuGemmVariants, StageReuseKTailAndTileEdges) {
   const Variant v = GetParam();
   const EmuModule& module = test_module(variants_source());
-  const long long k = 4LL * 32 * v.stages + 8;  // > 4 x BK x stages, 8 past a BK multiple
-  const long long n = v.bn + 8;                 // two column tiles, the second ragged
+  const long long k = 4LL * v.bk * v.stages + 8;  // > 4 x BK x stages, 8 past a BK multiple
+  const long long n = v.bn + 8;                   // two column tiles, the second ragged
   for (long long m : {static_cast<long long>(v.bm) - 1, static_cast<long long>(v.bm) + 1}) {
     const std::vector<dg_bf16> a = random_bf16(m * k, 1 + static_cast<uint32_t>(m));
     const std::vector<dg_bf16> b0 = random_bf16(n * k, 2), b1 = random_bf16(n * k, 3);

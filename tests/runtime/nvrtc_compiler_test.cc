@@ -112,8 +112,9 @@ TEST(Nvrtc, OptionsFollowFlags) {
   opts.extra_options = {"-DDG_TILE=64"};
   Result<std::vector<std::string>> o = nvrtc_options(opts);
   ASSERT_TRUE(o.ok()) << o.message();
-  const std::vector<std::string> want = {"-arch=sm_90a",    "--std=c++17", "-default-device",
-                                         "--use_fast_math", "-lineinfo",   "-DDG_TILE=64"};
+  const std::vector<std::string> want = {"-arch=sm_90a",      "--std=c++17",     "-default-device",
+                                         "--split-compile=0", "--use_fast_math", "-lineinfo",
+                                         "-DDG_TILE=64"};
   EXPECT_EQ(o.value(), want);
 }
 
