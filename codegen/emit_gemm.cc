@@ -111,6 +111,21 @@ std::string range_tag(const std::vector<TileVariant>& variants, size_t v) {
   return variants.size() == 1 ? "" : ", " + variant_range_text(variants[v]);
 }
 
+// The launch of variant v of a GEMM whose first kernel is named `base`: its name, tile grid over
+// M x N, `z` blocks on gridDim.z for the calls that run it (none for the others), its threads.
+KernelLaunch variant_launch(const std::string& base, const std::vector<TileVariant>& variants,
+                            size_t v, const SymExpr& M, const SymExpr& N, const SymExpr& z,
+                            int threads) {
+  const TileConfig& t = variants[v].tile;
+  KernelLaunch launch;
+  launch.name = v == 0 ? base : base + variant_suffix(t);
+  launch.variant = static_cast<int>(v);
+  if (variants.size() > 1) launch.runs = variant_selector(M, variants[v]);
+  launch.grid = {ceildiv(M, SymExpr(t.bm)), ceildiv(N, SymExpr(t.bn)), z * launch.runs};
+  launch.block = {threads, 1, 1};
+  return launch;
+}
+
 // Note [Staged rank-r epilogue] (codegen/device/dg_epilogue.cuh): where each product's copies go
 // in the main loop's shared memory, in floats from its start; nullopt when there are no products,
 // one is not f32 or has another K than the first, or the copies do not fit.
@@ -270,15 +285,11 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
   const std::string base = ctx.kernel_name(spec.what);
   for (size_t v = 0; v < variants.size(); ++v) {
     const TileConfig& t = variants[v].tile;
-    KernelLaunch launch;
-    launch.name = v == 0 ? base : base + variant_suffix(t);
-    launch.variant = static_cast<int>(v);
+    KernelLaunch launch =
+        variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), 32 * t.warps_m * t.warps_n);
     const auto staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb);
     launch.summary = spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") +
                      range_tag(variants, v) + "]";
-    if (variants.size() > 1) launch.runs = variant_selector(spec.M, variants[v]);
-    launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
-    launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
     launch.nodes = spec.nodes;
     std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
     launch.buffers = spec.params.buffers();
@@ -670,14 +681,9 @@ void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& 
   const SymExpr count(static_cast<int64_t>(problems.size()));
   for (size_t v = 0; v < variants.size(); ++v) {
     const TileConfig& t = variants[v].tile;
-    KernelLaunch launch;
-    launch.name = v == 0 ? base : base + variant_suffix(t);
-    launch.variant = static_cast<int>(v);
-    // Problem p on blockIdx.z == p, for the calls that launch this variant.
-    if (variants.size() > 1) launch.runs = variant_selector(first.M, variants[v]);
-    launch.grid = {ceildiv(first.M, SymExpr(t.bm)), ceildiv(first.N, SymExpr(t.bn)),
-                   count * launch.runs};
-    launch.block = {tc ? 32 * t.warps_m * t.warps_n : 256, 1, 1};
+    // Problem p on blockIdx.z == p.
+    KernelLaunch launch = variant_launch(base, variants, v, first.M, first.N, count,
+                                         tc ? 32 * t.warps_m * t.warps_n : 256);
     launch.nodes = nodes;
     launch.summary = std::to_string(problems.size()) + " problems on blockIdx.z:" + summary +
                      " M=" + first.M.to_string() + " N=" + first.N.to_string() +

@@ -170,8 +170,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
     tiles += pr.tiles;
     problems.push_back(pr);
   }
-  // Note [Weight-gradient groups]: chunks of at least min_chunk tokens, as many as make two waves
-  // of blocks on an H100/H200 (Note [Tile choice]), rounded to 16 tokens (a K step of the tiles).
+  // Note [Weight-gradient groups]: chunks of at least min_chunk tokens, at most as many as make two
+  // waves of blocks on an H100/H200 (Note [Tile choice]), rounded up to 16 tokens (a K step).
   const int64_t target_chunks = (2 * kFillCtas + tiles - 1) / tiles;
   const SymExpr chunk = max(SymExpr(min_chunk),
                             SymExpr(16) * ceildiv(ceildiv(K, SymExpr(target_chunks)), SymExpr(16)));

@@ -10,15 +10,15 @@
 // together (codegen/emit_wgrad.cc): (1) partial products over chunks of tokens, each block one
 // output tile of one member for one chunk, written as fp32 to a workspace of
 // chunks x (sum of P * Q) floats; (2) a reduction that adds each element's chunk partials in
-// chunk order. A chunk holds at least C tokens; past that, K is cut into as many chunks as make
-// two waves of blocks on an H100/H200 with the group's output tiles (Note [Tile choice] in
-// codegen/tile_choice.cc): the seed's 36 tiles take 8 chunks, 288 blocks, from 512 tokens on,
-// where a fixed 256-token chunk launched 72 blocks at 512 (and, at 4096, 576 blocks with twice
-// the partials to sum). The chunk size is a function of K alone, so the sum order is fixed for
-// each token count and the result deterministic, and one compile serves every token count
-// (K = 0 gives zeros).
-// The operands' prologues (permute, casts, elementwise ops with rank-0 constants, as in
-// `permute(f32(g) * 2.0)`) are copied into the group and evaluated while the tiles load, so a
+// chunk order. A chunk holds at least C tokens and a multiple of 16; past that, K is cut into at
+// most as many chunks as make two waves of blocks on an H100/H200 with the group's output tiles
+// (Note [Tile choice] in codegen/tile_choice.cc): the seed's 36 tiles want 8 chunks, 288 blocks,
+// which 512 and 4096 tokens get (513 gets 7 chunks of 80: rounding up to 16 tokens can leave one
+// fewer), where a fixed 256-token chunk launched 72 blocks at 512 (and, at 4096, 576 blocks with
+// twice the partials to sum). The chunk size is a function of K alone, so the sum order is fixed
+// for each token count and the result deterministic, and one compile serves every token count (K =
+// 0 gives zeros). The operands' prologues (permute, casts, elementwise ops with rank-0 constants,
+// as in `permute(f32(g) * 2.0)`) are copied into the group and evaluated while the tiles load, so a
 // scaled gradient that another kernel also reads need not be stored for this one.
 #include <map>
 #include <range/v3/algorithm/max.hpp>
