@@ -58,9 +58,8 @@ SassWork sass_work(const SassStats& s, const KernelEstimate& e, double simt_cont
     w.instructions_per_block += iterations * l->instructions * warps;
     w.serial_clocks += iterations * iteration_clocks(*l, w.dram_share, gpu);
   }
-  double once = 0;
-  for (bool c : counted) once += c ? 0 : 1;
-  w.instructions_per_block += once * warps;
+  // The rest runs once per warp, one side of each branch (Note [Longest path]).
+  w.instructions_per_block += s.longest_path(counted) * warps;
   return w;
 }
 

@@ -14,8 +14,9 @@
 //  - issue: the block's dynamic warp-instructions at one per scheduler per clock, with at most
 //    R * W warps to issue from. Dynamic counts come from the SASS (Note [Loops in SASS]): the main
 //    MMA loop runs tensor_flops / (its MMA FLOPs per iteration) iterations in all, the SIMT work
-//    loops share the FFMAs of the kernel's fp32 contractions (2 FLOPs per lane), and every other
-//    instruction runs once per warp. The main loop's instructions per MMA is reported.
+//    loops share the FFMAs of the kernel's fp32 contractions (2 FLOPs per lane), and the other
+//    instructions run once per warp, one side of each branch (the longest path: Note [Longest
+//    path] in runtime/sass_stats.h). The main loop's instructions per MMA is reported.
 //  - memory: the compulsory bytes at the DRAM bandwidth (the roofline's memory time).
 //  - latency: a floor for serial loops. One warp's iteration of a loop takes at least its
 //    instructions (one a clock), plus each barrier, plus the latency of a load the same iteration

@@ -1,7 +1,9 @@
 #include "runtime/sass_stats.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -37,6 +39,7 @@ bool parse_line(const std::string& line, SassInstruction* out) {
   std::istringstream in(line.substr(close + 2, semi - close - 2));
   std::string word;
   if (!(in >> word)) return false;
+  out->guarded = word[0] == '@' && word != "@PT";
   if (word[0] == '@' && !(in >> word)) return false;  // the guard predicate
   out->opcode = word;
   std::string rest;
@@ -143,6 +146,35 @@ double SassStats::instructions_per_mma() const {
   if (main_mma_loop < 0) return 0;
   const SassLoop& l = loops[main_mma_loop];
   return l.mma > 0 ? static_cast<double>(l.instructions) / l.mma : 0;
+}
+
+int SassStats::longest_path(const std::vector<bool>& excluded) const {
+  const int n = static_cast<int>(instructions.size());
+  auto weight = [&](int i) { return i < static_cast<int>(excluded.size()) && excluded[i] ? 0 : 1; };
+  std::map<int64_t, int> index_of;
+  for (int i = 0; i < n; ++i) index_of[instructions[i].address] = i;
+  std::vector<int> best(n, -1);  // the most instructions on a path reaching i, i included
+  if (n > 0) best[0] = weight(0);
+  int longest = 0;
+  for (int i = 0; i < n; ++i) {
+    if (best[i] < 0) continue;  // unreachable through forward edges
+    longest = std::max(longest, best[i]);
+    const SassInstruction& ins = instructions[i];
+    const std::string base = base_of(ins.opcode);
+    if (base == "BRX" || base == "JMX") {
+      int all = 0;
+      for (int j = 0; j < n; ++j) all += weight(j);
+      return all;
+    }
+    auto reach = [&](int j) { best[j] = std::max(best[j], best[i] + weight(j)); };
+    const bool ends = base == "EXIT" || base == "RET" || base == "BRA";
+    if ((!ends || ins.guarded) && i + 1 < n) reach(i + 1);
+    if (base == "BRA" && ins.branch_target > ins.address) {
+      auto target = index_of.find(ins.branch_target);
+      if (target != index_of.end()) reach(target->second);
+    }
+  }
+  return longest;
 }
 
 SassStats analyze_sass(const std::string& function_sass) {

@@ -19,6 +19,18 @@
 // load consumed only in a later iteration (software pipelining) or an asynchronous copy (LDGSTS) is
 // not; nor is an LDG in a loop that copies with LDGSTS: dyngen's cp.async copies keep a synchronous
 // path for operands that are not 16-byte aligned, which an aligned launch does not run.
+//
+// Note [Longest path]
+// Code outside the loops the model counts by iterations runs about once per warp, but only one
+// side of each branch: a kernel that switches on its problem (the weight-gradient partials of six
+// GEMMs, a grouped GEMM) or on a uniform variant (the main loop's aligned and unaligned pipelines)
+// holds every side in its SASS, and a warp runs one. So the once-per-warp count is the longest
+// path through the forward edges -- a fall-through, unless the instruction is an unguarded BRA,
+// EXIT or RET, and a BRA to a later address -- with backward branches (loops) taken zero times:
+// the body of a loop not counted by iterations counts once, as before. Addresses increase along
+// every forward edge, so one pass in address order finds it. The longest path is an upper bound
+// of what a warp runs (the model's other terms are bounds too); an indirect branch (BRX, JMX),
+// whose targets the listing does not give, makes it the sum of every instruction instead.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,6 +43,7 @@ struct SassInstruction {
   std::string opcode;                 // with modifiers: "HMMA.16816.F32.BF16", "LDG.E.128"
   std::vector<std::string> operands;  // as printed, the destination first where there is one
   int64_t branch_target = -1;         // BRA: the target address
+  bool guarded = false;               // under a predicate (@P0, @!P1): it may fall through
 };
 
 struct SassLoop {
@@ -64,6 +77,10 @@ struct SassStats {
   std::vector<int> simt_loops;  // indices into loops
   // Main loop body instructions per MMA; 0 when there is no main MMA loop.
   double instructions_per_mma() const;
+  // The most instructions one warp issues on a path from the entry to an exit taking each
+  // branch's side at most once (Note [Longest path]), not counting those `excluded` marks (one
+  // flag per instruction: the loops the model counts by their iterations).
+  int longest_path(const std::vector<bool>& excluded) const;
 };
 
 // FLOPs one warp's instruction performs: HMMA.MNK (m16n8k16: 2*16*8*16), HGMMA.MxNxK (a warpgroup

@@ -3,6 +3,7 @@
 // their group is waited for (Note [Deferred cp.async] in runtime/emu/dg_emu_engine.h).
 #pragma once
 #include "dg_config.cuh"
+#include "dg_types.cuh"
 
 #if defined(DG_HOST_EMULATION)
 namespace dg::emu {
@@ -41,6 +42,16 @@ DG_DEVICE void dg_cp_async_16_zfill(void* smem_dst, const void* gmem_src, bool p
   ::dg::emu::check_cp_async(smem_dst, pred ? gmem_src : nullptr);
   ::dg::emu::async_copy(smem_dst, gmem_src, 16, pred ? 16u : 0u);
 #endif
+}
+
+// A plain store of one bf16 into shared memory (the unaligned copies' fallback for cp.async). On
+// the host the race detector sees it (Note [Race detector]), as it sees cp.async.
+DG_DEVICE void dg_store_shared(dg_bf16* smem_dst, dg_bf16 v) {
+#if defined(DG_HOST_EMULATION)
+  if (!::dg::emu::t_emu.block->race.empty())
+    ::dg::emu::race_write(smem_dst, sizeof v, ::dg::emu::kRaceStore);
+#endif
+  *smem_dst = v;
 }
 
 // cp.async.commit_group: the copies issued since the last commit form one group.

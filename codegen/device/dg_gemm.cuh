@@ -116,7 +116,11 @@ struct DgGemmFragB {
 //   extents are multiples of 8 (a precondition), so a chunk is inside K or outside as a whole.
 // - Alignment is decided once per launch: the pipeline is instantiated for 16-byte aligned
 //   operands (cp.async) and for the rest (plain loads into shared memory), and one uniform branch
-//   picks one. An unaligned launch gives the same results, slower.
+//   picks one. An unaligned launch gives the same results, slower. The unaligned loop is kept
+//   small, because it is rare (views at odd offsets) and compile time counts: one stage, its
+//   copies a rolled loop of element loads, its k16 steps rolled (dg_gemm_unaligned_loop). As a
+//   second pipeline with unrolled copies it was about a third of NVRTC's time for the seed
+//   forward (issue 14's bar: a cold compile under 3 s).
 // - A stage is one buffer, A's tile then each B's, and stages rotate by one int offset; fragment
 //   addresses are per-thread offsets plus compile-time steps. The block is one-dimensional, so
 //   threadIdx.x is the thread's index (no blockDim reads) and copy loops unroll at compile time.
@@ -180,11 +184,12 @@ struct DgGemmTileCopy {
       if (!K_IN_ROWS || c0 + col + c * 8 * kThreadsPerRow < col_end) outer |= 1u << c;
   }
 
-  // Copies the tile whose first K index is k0 into `tile` (its place in a stage). WHOLE: the
-  // tile lies inside K; otherwise K indices >= k_end are zero-filled. EDGE: the block's tile may
-  // overhang the other extent (only a K_IN_ROWS copy checks it, per chunk).
+  // Copies the tile whose first K index is k0 into `tile` (its place in a stage) with cp.async,
+  // for 16-byte aligned chunks (copy_unaligned otherwise). WHOLE: the tile lies inside K;
+  // otherwise K indices >= k_end are zero-filled. EDGE: the block's tile may overhang the other
+  // extent (only a K_IN_ROWS copy checks it, per chunk).
   // k_cols: the tile's K offset from the range's start, for a copy with K along the columns.
-  template <bool ALIGNED, bool WHOLE, bool EDGE>
+  template <bool WHOLE, bool EDGE>
   DG_DEVICE void copy(dg_bf16* tile, long long k0, long long k_end, int k_cols) const {
     DG_UNROLL
     for (int p = 0; p < kPasses; ++p) {
@@ -197,15 +202,10 @@ struct DgGemmTileCopy {
             kAlwaysInside || ((!K_IN_ROWS || !EDGE || ((outer >> c) & 1u)) && (WHOLE || k < k_end));
         dg_bf16* dst = tile + smem + p * kRowsPerPass * kLd + step;
         const dg_bf16* g = src[p] + (K_IN_ROWS ? 0 : k_cols) + step;  // not read when outside
-        if (ALIGNED) {
-          if (kAlwaysInside)
-            dg_cp_async_16(dst, g);
-          else
-            dg_cp_async_16_zfill(dst, g, inside);
-        } else {
-          DG_UNROLL
-          for (int e = 0; e < 8; ++e) dst[e] = inside ? g[e] : dg_bf16_from_bits(0);
-        }
+        if (kAlwaysInside)
+          dg_cp_async_16(dst, g);
+        else
+          dg_cp_async_16_zfill(dst, g, inside);
       }
     }
   }
@@ -214,6 +214,25 @@ struct DgGemmTileCopy {
     DG_UNROLL
     for (int p = 0; p < kPasses; ++p)
       if (K_IN_ROWS) src[p] += k * k_unit;
+  }
+
+  // The same chunks as copy with element loads, for operands that are not 16-byte aligned, K
+  // indices >= k_end zero-filled: a rolled loop (Note [Lean main loop]: the unaligned loop is kept
+  // small).
+  template <bool EDGE>
+  DG_DEVICE void copy_unaligned(dg_bf16* tile, long long k0, long long k_end, int k_cols) const {
+    DG_UNROLL
+    for (int p = 0; p < kPasses; ++p) {  // src[] is indexed at compile time only (registers)
+      DG_NO_UNROLL
+      for (int x = 0; x < kChunksPerThread * 8; ++x) {
+        const int c = x / 8, e = x % 8, step = c * 8 * kThreadsPerRow;
+        const long long k = k0 + k_pos + (K_IN_ROWS ? p * kRowsPerPass : step);
+        const bool inside = (!K_IN_ROWS || !EDGE || ((outer >> c) & 1u)) && k < k_end;
+        const dg_bf16* g = src[p] + (K_IN_ROWS ? 0 : k_cols) + step;
+        dg_store_shared(tile + smem + p * kRowsPerPass * kLd + step + e,
+                        inside ? g[e] : dg_bf16_from_bits(0));
+      }
+    }
   }
 };
 
@@ -232,12 +251,19 @@ struct DgGemmStageCopies {
   B b[NB];
   int k_cols = 0;  // the next tile's K offset from the range's start (K_IN_ROWS copies: unused)
 
-  template <bool ALIGNED, bool WHOLE, bool EDGE>
+  template <bool WHOLE, bool EDGE>
   DG_DEVICE void copy(dg_bf16* stage, long long k0, long long k_end) const {
-    a.template copy<ALIGNED, WHOLE, EDGE>(stage, k0, k_end, k_cols);
+    a.template copy<WHOLE, EDGE>(stage, k0, k_end, k_cols);
     DG_UNROLL
     for (int j = 0; j < NB; ++j)
-      b[j].template copy<ALIGNED, WHOLE, EDGE>(stage + kA + j * kB, k0, k_end, k_cols);
+      b[j].template copy<WHOLE, EDGE>(stage + kA + j * kB, k0, k_end, k_cols);
+  }
+  template <bool EDGE>
+  DG_DEVICE void copy_unaligned(dg_bf16* stage, long long k0, long long k_end) const {
+    a.template copy_unaligned<EDGE>(stage, k0, k_end, k_cols);
+    DG_UNROLL
+    for (int j = 0; j < NB; ++j)
+      b[j].template copy_unaligned<EDGE>(stage + kA + j * kB, k0, k_end, k_cols);
   }
   DG_DEVICE void advance(long long k) {
     k_cols += static_cast<int>(k);
@@ -248,12 +274,15 @@ struct DgGemmStageCopies {
 };
 
 // The warp's MMAs on one stage; fa and fb are the thread's fragment addresses in it (DgGemmFragA,
-// DgGemmFragB: B operand j's tile follows A's at kA + j * kB).
-template <class Tile, bool AT, bool BKN, int NB>
+// DgGemmFragB: B operand j's tile follows A's at kA + j * kB). UNROLL_K: the k16 steps unrolled
+// (the lean loop); rolled, they are one step's code (the unaligned pipeline).
+template <class Tile, bool AT, bool BKN, int NB, bool UNROLL_K = true>
 DG_DEVICE void dg_gemm_stage_mma(float (&acc)[NB][Tile::MT][Tile::NT][4], const dg_bf16* fa,
                                  const dg_bf16* fb) {
   constexpr int kB = DgGemmStageCopies<Tile, AT, BKN, NB>::kB;
-  DG_UNROLL
+#if defined(DG_ON_GPU)
+#pragma unroll(UNROLL_K ? Tile::BK / 16 : 1)
+#endif
   for (int kk = 0; kk < Tile::BK; kk += 16) {
     dg_u32 af[Tile::MT][4];
     DG_UNROLL
@@ -286,35 +315,49 @@ DG_DEVICE const T* dg_gemm_bytes_after(const T* p, int bytes) {
   return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + bytes);
 }
 
+// What both main loops set up first: the warp's fragment addresses in stage 0 (DgGemmFragA,
+// DgGemmFragB) and the number of BK tiles in [k_begin, k_end).
+template <class Tile, bool AT, bool BKN, int NB>
+struct DgGemmWarpSetup {
+  const dg_bf16* fa;
+  const dg_bf16* fb;
+  int k_tiles;
+  DG_DEVICE DgGemmWarpSetup(const dg_bf16* smem, long long k_begin, long long k_end) {
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // one-dimensional blocks
+    const int wm = static_cast<int>(warp / Tile::kWarpsN) * Tile::WM;
+    const int wn = static_cast<int>(warp % Tile::kWarpsN) * Tile::WN;
+    fa = smem + DgGemmFragA<Tile, AT>::offset(wm, lane);
+    fb = smem + DgGemmStageCopies<Tile, AT, BKN, NB>::kA + DgGemmFragB<Tile, BKN>::offset(wn, lane);
+    const long long k_len = k_end > k_begin ? k_end - k_begin : 0;
+    k_tiles = static_cast<int>((k_len + Tile::BK - 1) / Tile::BK);
+  }
+};
+
 // The multi-stage pipeline over k in [k_begin, k_end) with the copies planned (Note [Lean main
-// loop]); ALIGNED: every operand is 16-byte aligned (cp.async); EDGE: the block's tile may
-// overhang M (AT) or N (BKN). smem holds kStages stages.
-template <class Tile, bool AT, bool BKN, int NB, bool ALIGNED, bool EDGE>
+// loop]), for 16-byte aligned operands (cp.async); EDGE: the block's tile may overhang M (AT) or N
+// (BKN). smem holds kStages stages.
+template <class Tile, bool AT, bool BKN, int NB, bool EDGE>
 DG_DEVICE void dg_gemm_pipeline(float (&acc)[NB][Tile::MT][Tile::NT][4],
                                 DgGemmStageCopies<Tile, AT, BKN, NB>& copies, dg_bf16* smem,
                                 long long k_begin, long long k_end) {
   typedef DgGemmStageCopies<Tile, AT, BKN, NB> Copies;
   constexpr int kStage = Copies::kStage;
   constexpr int kStageBytes = 2 * kStage, kLastBytes = (Tile::kStages - 1) * kStageBytes;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // one-dimensional blocks
-  const int wm = static_cast<int>(warp / Tile::kWarpsN) * Tile::WM;
-  const int wn = static_cast<int>(warp % Tile::kWarpsN) * Tile::WN;
-  const dg_bf16* const fa = smem + DgGemmFragA<Tile, AT>::offset(wm, lane);
-  const dg_bf16* const fb = smem + Copies::kA + DgGemmFragB<Tile, BKN>::offset(wn, lane);
-  const long long k_len = k_end > k_begin ? k_end - k_begin : 0;
-  const int k_tiles = static_cast<int>((k_len + Tile::BK - 1) / Tile::BK);
+  const DgGemmWarpSetup<Tile, AT, BKN, NB> setup(smem, k_begin, k_end);
+  const dg_bf16 *const fa = setup.fa, *const fb = setup.fb;
+  const int k_tiles = setup.k_tiles;
   // Prologue: the K residue as tile 0, then whole tiles; kStages - 1 commit groups in all (empty
   // groups are fine).
   if (k_tiles > 0) {
-    const long long residue = k_len - static_cast<long long>(k_tiles - 1) * Tile::BK;
-    copies.template copy<ALIGNED, false, EDGE>(smem, k_begin, k_begin + residue);
+    const long long residue = (k_end - k_begin) - static_cast<long long>(k_tiles - 1) * Tile::BK;
+    copies.template copy<false, EDGE>(smem, k_begin, k_begin + residue);
     copies.advance(residue);
   }
   dg_cp_async_commit();
   DG_UNROLL
   for (int s = 1; s < Tile::kStages - 1; ++s) {
     if (s < k_tiles) {
-      copies.template copy<ALIGNED, true, EDGE>(smem + s * kStage, 0, 0);
+      copies.template copy<true, EDGE>(smem + s * kStage, 0, 0);
       copies.advance(Tile::BK);
     }
     dg_cp_async_commit();
@@ -327,7 +370,7 @@ DG_DEVICE void dg_gemm_pipeline(float (&acc)[NB][Tile::MT][Tile::NT][4],
     dg_cp_async_wait<Tile::kStages - 2>();  // tile kt has landed for this thread...
     __syncthreads();  // ...and for every thread; stage `write` (read at kt - 1) is free again
     if (kt + Tile::kStages - 1 < k_tiles) {
-      copies.template copy<ALIGNED, true, EDGE>(dg_gemm_bytes_after(smem, write), 0, 0);
+      copies.template copy<true, EDGE>(dg_gemm_bytes_after(smem, write), 0, 0);
       copies.advance(Tile::BK);
     }
     dg_cp_async_commit();
@@ -335,6 +378,30 @@ DG_DEVICE void dg_gemm_pipeline(float (&acc)[NB][Tile::MT][Tile::NT][4],
                                          dg_gemm_bytes_after(fb, read));
     read = read == kLastBytes ? 0 : read + kStageBytes;
     write = write == kLastBytes ? 0 : write + kStageBytes;
+  }
+}
+
+// The loop for operands that are not 16-byte aligned (Note [Lean main loop]): one stage, copied
+// with element loads (each tile's K range checked), then its MMAs with the k16 steps rolled. Kept
+// small because it is rare; the same tiles in the same order as dg_gemm_pipeline.
+template <class Tile, bool AT, bool BKN, int NB, bool EDGE>
+DG_DEVICE void dg_gemm_unaligned_loop(float (&acc)[NB][Tile::MT][Tile::NT][4],
+                                      DgGemmStageCopies<Tile, AT, BKN, NB>& copies, dg_bf16* smem,
+                                      long long k_begin, long long k_end) {
+  const DgGemmWarpSetup<Tile, AT, BKN, NB> setup(smem, k_begin, k_end);
+  const dg_bf16 *const fa = setup.fa, *const fb = setup.fb;
+  const int k_tiles = setup.k_tiles;
+  long long k0 = k_begin;  // the tile's first K index; the residue goes first
+  long long k1 = k_tiles > 0 ? k_end - static_cast<long long>(k_tiles - 1) * Tile::BK : k_begin;
+  DG_NO_UNROLL
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    copies.template copy_unaligned<EDGE>(smem, k0, k1);
+    copies.advance(k1 - k0);
+    __syncthreads();  // the stage is filled
+    dg_gemm_stage_mma<Tile, AT, BKN, NB, false>(acc, fa, fb);
+    __syncthreads();  // and read, before the next tile overwrites it
+    k0 = k1;
+    k1 += Tile::BK;
   }
 }
 
@@ -379,11 +446,11 @@ DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const d
   constexpr bool kTransposed = AT || BKN;
   const bool edge = (AT && m0 + Tile::BM > M) || (BKN && n0 + Tile::BN > N);
   if (!aligned)
-    dg_gemm_pipeline<Tile, AT, BKN, NB, false, kTransposed>(acc, copies, smem, k_begin, k_end);
+    dg_gemm_unaligned_loop<Tile, AT, BKN, NB, kTransposed>(acc, copies, smem, k_begin, k_end);
   else if (kTransposed && edge)
-    dg_gemm_pipeline<Tile, AT, BKN, NB, true, true>(acc, copies, smem, k_begin, k_end);
+    dg_gemm_pipeline<Tile, AT, BKN, NB, true>(acc, copies, smem, k_begin, k_end);
   else
-    dg_gemm_pipeline<Tile, AT, BKN, NB, true, false>(acc, copies, smem, k_begin, k_end);
+    dg_gemm_pipeline<Tile, AT, BKN, NB, false>(acc, copies, smem, k_begin, k_end);
   dg_cp_async_wait<0>();
   __syncthreads();  // shared memory may be reused by the caller (or the next mainloop) after this
 }

@@ -81,7 +81,18 @@ TEST(EmuGemm, TransposedAOperand) {
 }
 
 TEST(EmuGemm, UnalignedOperandsTakePlainLoads) {
-  for (long long m : {1LL, 37LL}) run_layout("gemm_a_b", false, false, m, 0, kTileK, true);
+  // Every layout (the transposed ones with blocks on the tile edge) and a K range with a residue
+  // through the one-stage unaligned loop (Note [Lean main loop]).
+  for (long long m : {1LL, 37LL}) {
+    run_layout("gemm_a_b", false, false, m, 0, kTileK, true);
+    run_layout("gemm_a_bkn", false, true, m, 0, kTileK, true);
+  }
+  for (long long m : {8LL, 40LL}) {
+    run_layout("gemm_at_b", true, false, m, 0, kTileK, true);
+    run_layout("gemm_at_bkn", true, true, m, 0, kTileK, true);
+  }
+  run_layout("gemm_k_range", false, false, 33, 8, 48, true);
+  run_layout("gemm_k_range", false, false, 5, 16, 16, true);  // empty range: zeros
 }
 
 TEST(EmuGemm, KRangeGivenAtRunTime) {

@@ -100,18 +100,22 @@ struct Outcome {
   long long wrong = 0;  // elements of C outside the tolerance (NaN included)
 };
 
-Outcome run_gemm(const EmuModule& module, const Mode& mode) {
-  std::vector<dg_bf16> a(kM * kK), b(kN * kK);
+// unaligned: A and B start one element (2 bytes) past a 16-byte boundary.
+Outcome run_gemm(const EmuModule& module, const Mode& mode, bool unaligned = false) {
+  std::vector<dg_bf16> abuf(kM * kK + 1), bbuf(kN * kK + 1);
+  const size_t shift = unaligned ? 1 : 0;
+  dg_bf16* const a = abuf.data() + shift;
+  dg_bf16* const b = bbuf.data() + shift;
   uint32_t state = 12345;
   auto next = [&state] {
     state = state * 1664525u + 1013904223u;
     return static_cast<float>(state >> 8) / 16777216.0f * 2.0f - 1.0f;
   };
-  for (dg_bf16& x : a) x = dg_float_to_bf16(next());
-  for (dg_bf16& x : b) x = dg_float_to_bf16(next());
+  for (long long i = 0; i < kM * kK; ++i) a[i] = dg_float_to_bf16(next());
+  for (long long i = 0; i < kN * kK; ++i) b[i] = dg_float_to_bf16(next());
   std::vector<float> c(kM * kN, 777.0f);
-  const dg_bf16* pa = a.data();
-  const dg_bf16* pb = b.data();
+  const dg_bf16* pa = a;
+  const dg_bf16* pb = b;
   float* pc = c.data();
   long long m = kM, n = kN, k = kK;
   const DgEmuLaunch cfg{(kM + 31) / 32, (kN + 31) / 32, 1, 64, 1, 1, 0};
@@ -144,9 +148,11 @@ TEST(EmuMutation, TheUnmodifiedTemplatePassesEveryMode) {
   ASSERT_EQ(error, "");
   const EmuModule& module = test_module(source);
   for (const Mode& mode : kModes) {
-    const Outcome o = run_gemm(module, mode);
-    EXPECT_EQ(o.error, "") << mode.name;
-    EXPECT_EQ(o.wrong, 0) << mode.name;
+    for (bool unaligned : {false, true}) {
+      const Outcome o = run_gemm(module, mode, unaligned);
+      EXPECT_EQ(o.error, "") << mode.name << (unaligned ? " unaligned" : "");
+      EXPECT_EQ(o.wrong, 0) << mode.name << (unaligned ? " unaligned" : "");
+    }
   }
 }
 
@@ -159,7 +165,7 @@ TEST(EmuMutation, EveryMutantIsCaught) {
     bool caught = false;
     std::printf("mutant %s: %s\n", mutant.name.c_str(), mutant.bug.c_str());
     for (const Mode& mode : kModes) {
-      const Outcome o = run_gemm(module, mode);
+      const Outcome o = run_gemm(module, mode, mutant.unaligned);
       const bool hit = !o.error.empty() || o.wrong > 0;
       caught = caught || hit;
       std::printf("  %-17s %s%s\n", mode.name, hit ? "CAUGHT " : "passed ", describe(o).c_str());

@@ -16,9 +16,11 @@ struct GemmMutant {
   std::string name;
   std::string bug;  // what a GPU would do wrong
   std::vector<MutantEdit> edits;
+  bool unaligned = false;  // run with operands off 16-byte alignment (dg_gemm_unaligned_loop)
 };
 
-// Note [GEMM mutants]: each anchor is a line of dg_gemm_pipeline or DgGemmTileCopy::copy, quoted
+// Note [GEMM mutants]: each anchor is a line of dg_gemm_pipeline, dg_gemm_unaligned_loop or
+// DgGemmTileCopy::copy, quoted
 // whole, so a rewrite of the template that drops or changes it fails the mutation test loudly
 // (the anchor is missing) instead of leaving a mutant silently identical to the template. When
 // the main loop changes, update the anchors together with it and keep every mutant caught.
@@ -44,8 +46,8 @@ inline const std::vector<GemmMutant>& gemm_mutants() {
       {"no_k_tail_zero_fill",
        "chunks past the K extent are skipped instead of zero-filled, so the K residue multiplies "
        "whatever the stage held",
-       {{"            dg_cp_async_16_zfill(dst, g, inside);\n",
-         "            if (inside) dg_cp_async_16_zfill(dst, g, inside);\n"}}},
+       {{"          dg_cp_async_16_zfill(dst, g, inside);\n",
+         "          if (inside) dg_cp_async_16_zfill(dst, g, inside);\n"}}},
       {"commit_only_when_loading",
        "no empty commit groups at the end of K, so wait_group<kStages - 2> leaves the last "
        "tiles in flight",
@@ -55,10 +57,18 @@ inline const std::vector<GemmMutant>& gemm_mutants() {
          "    dg_gemm_stage_mma<"}}},
       {"prefetch_into_current_stage",
        "the prefetch goes to the stage about to be read",
-       {{"      copies.template copy<ALIGNED, true, EDGE>(dg_gemm_bytes_after(smem, write), 0, "
+       {{"      copies.template copy<true, EDGE>(dg_gemm_bytes_after(smem, write), 0, "
          "0);\n",
-         "      copies.template copy<ALIGNED, true, EDGE>(dg_gemm_bytes_after(smem, read), 0, "
+         "      copies.template copy<true, EDGE>(dg_gemm_bytes_after(smem, read), 0, "
          "0);\n"}}},
+      {"unaligned_no_barrier_after_copy",
+       "the one-stage unaligned loop reads the stage before every thread has filled it",
+       {{"    __syncthreads();  // the stage is filled\n", ""}},
+       true},
+      {"unaligned_no_barrier_after_mma",
+       "the one-stage unaligned loop refills the stage while other warps still read it",
+       {{"    __syncthreads();  // and read, before the next tile overwrites it\n", ""}},
+       true},
   };
   return mutants;
 }

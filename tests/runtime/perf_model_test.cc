@@ -98,6 +98,40 @@ TEST(SassStats, ALoadAnFfmaReadsIsUsedDirectly) {
   EXPECT_FALSE(s.loops[2].exposed_staging_load);
 }
 
+// Two sides of a uniform branch: 0x0020-0x0040 (3 instructions, then a jump over the other side)
+// and 0x0050-0x0060 (2), joining at EXIT; the branch to itself after EXIT is never reached.
+constexpr const char* kBranches = R"(
+        /*0000*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ; /* 0x000000ff0000720c */
+        /*0010*/               @P0 BRA 0x50 ;                   /* 0x0000000000000947 */
+        /*0020*/                   MOV R1, RZ ;                 /* 0x000000ff00017202 */
+        /*0030*/                   MOV R2, RZ ;                 /* 0x000000ff00027202 */
+        /*0040*/                   BRA 0x70 ;                   /* 0x0000000000007947 */
+        /*0050*/                   MOV R3, RZ ;                 /* 0x000000ff00037202 */
+        /*0060*/                   MOV R4, RZ ;                 /* 0x000000ff00047202 */
+        /*0070*/                   EXIT ;                       /* 0x000000000000794d */
+        /*0080*/                   BRA 0x80;                    /* 0xfffffffc00fc7947 */
+)";
+
+TEST(SassStats, LongestPathTakesOneSideOfEachBranch) {
+  SassStats s = analyze_sass(kBranches);
+  ASSERT_EQ(s.instructions.size(), 9u);
+  EXPECT_TRUE(s.instructions[1].guarded);
+  EXPECT_FALSE(s.instructions[4].guarded);
+  std::vector<bool> none(9, false);
+  EXPECT_EQ(s.longest_path(none), 6);  // 0x00, 0x10, the first side (3), EXIT
+  std::vector<bool> first_side(9, false);
+  first_side[2] = first_side[3] = true;      // as if a counted loop: weight 0
+  EXPECT_EQ(s.longest_path(first_side), 5);  // now the second side is the longer
+  // A guarded EXIT falls through: the path goes on into the code after it.
+  std::string guarded_exit = kBranches;
+  guarded_exit.replace(guarded_exit.find("EXIT ;    "), 10, "@P1 EXIT ;");
+  EXPECT_EQ(analyze_sass(guarded_exit).longest_path(none), 7);
+  // An indirect branch's targets are not in the listing: every instruction counts.
+  std::string indirect = kBranches;
+  indirect.replace(indirect.find("MOV R1, RZ"), 10, "BRX R1 -0x0");
+  EXPECT_EQ(analyze_sass(indirect).longest_path(none), 9);
+}
+
 TEST(SassStats, MmaFlopsPerWarpInstruction) {
   EXPECT_EQ(mma_flops_per_warp("HMMA.16816.F32.BF16"), 4096);
   EXPECT_EQ(mma_flops_per_warp("HMMA.1688.F32.TF32"), 2048);
@@ -192,9 +226,10 @@ TEST(AchievableEstimate, SassAddsIssueAndLatencyBounds) {
   ASSERT_TRUE(m.issue_seconds && m.latency_seconds);
   EXPECT_TRUE(m.missing.empty());
   // Per warp: 1e9 / (132 blocks * 4 warps * 8192 FLOP) main-loop iterations of 15 instructions,
-  // plus the 11 instructions outside it once; one block per SM, 4 warps on 4 schedulers.
+  // plus the 10 instructions outside it on the path to EXIT (the branch to itself after EXIT is
+  // never reached); one block per SM, 4 warps on 4 schedulers.
   double iterations = 1e9 / (132.0 * 4 * 8192);
-  double per_block = (iterations * 15 + 11) * 4;
+  double per_block = (iterations * 15 + 10) * 4;
   EXPECT_NEAR(*m.issue_seconds, per_block / (4 * h200().clock_hz), 1e-12);
   // HMMA runs at mma_sync_fraction of the peak on an H200.
   EXPECT_NEAR(m.tensor_seconds * h200().mma_sync_fraction, 1e9 / 132 / (h200().tensor_flops / 132),
