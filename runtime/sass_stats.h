@@ -23,13 +23,13 @@
 // Note [Longest path]
 // Code outside the loops the model counts by iterations runs about once per warp, but only one
 // side of each branch: a kernel that switches on its problem (the weight-gradient partials of six
-// GEMMs, a grouped GEMM) or on a uniform variant (the main loop's aligned and unaligned pipelines)
-// holds every side in its SASS, and a warp runs one. So the once-per-warp count is the longest
-// path through the forward edges -- a fall-through, unless the instruction is an unguarded BRA,
-// EXIT or RET, and a BRA to a later address -- with backward branches (loops) taken zero times:
-// the body of a loop not counted by iterations counts once, as before. Addresses increase along
-// every forward edge, so one pass in address order finds it. The longest path is an upper bound
-// of what a warp runs (the model's other terms are bounds too); an indirect branch (BRX, JMX),
+// GEMMs, a grouped GEMM) or on a uniform variant (the main loop's aligned pipeline and unaligned
+// loop) holds every side in its SASS, and a warp runs one. So the once-per-warp count is the
+// longest path through the forward edges -- a fall-through, unless the instruction is an unguarded
+// BRA, EXIT or RET, and a BRA to a later address -- with backward branches (loops) taken zero
+// times: the body of a loop not counted by iterations counts once, as before. Addresses increase
+// along every forward edge, so one pass in address order finds it. With each of those other loops
+// run once, the longest path is an upper bound of what a warp runs; an indirect branch (BRX, JMX),
 // whose targets the listing does not give, makes it the sum of every instruction instead.
 #pragma once
 #include <cstdint>

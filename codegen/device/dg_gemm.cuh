@@ -114,13 +114,12 @@ struct DgGemmFragB {
 //   BK (a whole BK when that is 0) and is loaded in the prologue with per-chunk K predicates;
 //   every later tile is whole, so an interior block's copies in the loop carry no predicate. K
 //   extents are multiples of 8 (a precondition), so a chunk is inside K or outside as a whole.
-// - Alignment is decided once per launch: the pipeline is instantiated for 16-byte aligned
-//   operands (cp.async) and for the rest (plain loads into shared memory), and one uniform branch
-//   picks one. An unaligned launch gives the same results, slower. The unaligned loop is kept
-//   small, because it is rare (views at odd offsets) and compile time counts: one stage, its
-//   copies a rolled loop of element loads, its k16 steps rolled (dg_gemm_unaligned_loop). As a
-//   second pipeline with unrolled copies it was about a third of NVRTC's time for the seed
-//   forward (issue 14's bar: a cold compile under 3 s).
+// - Alignment is decided once per launch by one uniform branch: 16-byte aligned operands run the
+//   pipeline (cp.async), the rest run dg_gemm_unaligned_loop (element loads into shared memory).
+//   An unaligned launch gives the same results, slower. That loop is kept small, because it is
+//   rare (views at odd offsets) and compile time counts: one stage, its copies a rolled loop, its
+//   k16 steps rolled. As a second pipeline with unrolled copies it was about a third of NVRTC's
+//   time for the seed forward (issue 14's bar: a cold compile under 3 s).
 // - A stage is one buffer, A's tile then each B's, and stages rotate by one int offset; fragment
 //   addresses are per-thread offsets plus compile-time steps. The block is one-dimensional, so
 //   threadIdx.x is the thread's index (no blockDim reads) and copy loops unroll at compile time.
@@ -275,7 +274,7 @@ struct DgGemmStageCopies {
 
 // The warp's MMAs on one stage; fa and fb are the thread's fragment addresses in it (DgGemmFragA,
 // DgGemmFragB: B operand j's tile follows A's at kA + j * kB). UNROLL_K: the k16 steps unrolled
-// (the lean loop); rolled, they are one step's code (the unaligned pipeline).
+// (the pipeline); rolled, they are one step's code (dg_gemm_unaligned_loop).
 template <class Tile, bool AT, bool BKN, int NB, bool UNROLL_K = true>
 DG_DEVICE void dg_gemm_stage_mma(float (&acc)[NB][Tile::MT][Tile::NT][4], const dg_bf16* fa,
                                  const dg_bf16* fb) {
@@ -316,12 +315,14 @@ DG_DEVICE const T* dg_gemm_bytes_after(const T* p, int bytes) {
 }
 
 // What both main loops set up first: the warp's fragment addresses in stage 0 (DgGemmFragA,
-// DgGemmFragB) and the number of BK tiles in [k_begin, k_end).
+// DgGemmFragB), the number of BK tiles in [k_begin, k_end), and the length of tile 0, the K
+// residue (a whole BK when BK divides the range, 0 for an empty one; Note [Lean main loop]).
 template <class Tile, bool AT, bool BKN, int NB>
 struct DgGemmWarpSetup {
   const dg_bf16* fa;
   const dg_bf16* fb;
   int k_tiles;
+  long long residue;
   DG_DEVICE DgGemmWarpSetup(const dg_bf16* smem, long long k_begin, long long k_end) {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // one-dimensional blocks
     const int wm = static_cast<int>(warp / Tile::kWarpsN) * Tile::WM;
@@ -330,6 +331,7 @@ struct DgGemmWarpSetup {
     fb = smem + DgGemmStageCopies<Tile, AT, BKN, NB>::kA + DgGemmFragB<Tile, BKN>::offset(wn, lane);
     const long long k_len = k_end > k_begin ? k_end - k_begin : 0;
     k_tiles = static_cast<int>((k_len + Tile::BK - 1) / Tile::BK);
+    residue = k_len - static_cast<long long>(k_tiles > 0 ? k_tiles - 1 : 0) * Tile::BK;
   }
 };
 
@@ -349,9 +351,8 @@ DG_DEVICE void dg_gemm_pipeline(float (&acc)[NB][Tile::MT][Tile::NT][4],
   // Prologue: the K residue as tile 0, then whole tiles; kStages - 1 commit groups in all (empty
   // groups are fine).
   if (k_tiles > 0) {
-    const long long residue = (k_end - k_begin) - static_cast<long long>(k_tiles - 1) * Tile::BK;
-    copies.template copy<false, EDGE>(smem, k_begin, k_begin + residue);
-    copies.advance(residue);
+    copies.template copy<false, EDGE>(smem, k_begin, k_begin + setup.residue);
+    copies.advance(setup.residue);
   }
   dg_cp_async_commit();
   DG_UNROLL
@@ -391,8 +392,7 @@ DG_DEVICE void dg_gemm_unaligned_loop(float (&acc)[NB][Tile::MT][Tile::NT][4],
   const DgGemmWarpSetup<Tile, AT, BKN, NB> setup(smem, k_begin, k_end);
   const dg_bf16 *const fa = setup.fa, *const fb = setup.fb;
   const int k_tiles = setup.k_tiles;
-  long long k0 = k_begin;  // the tile's first K index; the residue goes first
-  long long k1 = k_tiles > 0 ? k_end - static_cast<long long>(k_tiles - 1) * Tile::BK : k_begin;
+  long long k0 = k_begin, k1 = k_begin + setup.residue;  // tile kt's K range; the residue first
   DG_NO_UNROLL
   for (int kt = 0; kt < k_tiles; ++kt) {
     copies.template copy_unaligned<EDGE>(smem, k0, k1);
