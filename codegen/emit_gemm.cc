@@ -20,6 +20,16 @@ std::string KernelParams::add(BufferRef buffer, DType dtype, bool output) {
   return name;
 }
 
+std::string KernelParams::add_checked(BufferRef buffer, DType dtype, const SymExpr& offset) {
+  std::string name = add(buffer, dtype, false);
+  int param = 0;
+  while (!(buffers_[param] == buffer)) ++param;
+  const CheckedOperand checked{param, offset * SymExpr(dtype_size(dtype))};
+  if (std::find(checked_.begin(), checked_.end(), checked) == checked_.end())
+    checked_.push_back(checked);
+  return name;
+}
+
 std::string KernelParams::declaration() const {
   std::string s;
   for (size_t i = 0; i < decls_.size(); ++i) s += (i ? ", " : "") + decls_[i];
@@ -257,11 +267,11 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
   if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
   std::string loops;
   for (const GemmKSegment& seg : segments) {
-    std::string pa = spec.params.add(seg.a.buffer, DType::kBF16, false);
+    std::string pa = spec.params.add_checked(seg.a.buffer, DType::kBF16, seg.a.offset);
     std::string bs;
     for (const GemmOperandRef& b : seg.b)
-      bs += (bs.empty() ? "" : ", ") + spec.params.add(b.buffer, DType::kBF16, false) + " + " +
-            c_expr(b.offset);
+      bs += (bs.empty() ? "" : ", ") + spec.params.add_checked(b.buffer, DType::kBF16, b.offset) +
+            " + " + c_expr(b.offset);
     auto la = tc_layout(seg.a, spec.M, seg.K, false);
     auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
     loops += tc_mainloop(NB, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
@@ -293,6 +303,7 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout
     launch.nodes = spec.nodes;
     std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
     launch.buffers = spec.params.buffers();
+    launch.checked_operands = spec.params.checked_operands();
     ctx.add_kernel(std::move(launch), src);
   }
 }
@@ -593,11 +604,12 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
   const std::string tile_args = tc_tile_args(at, bkn, static_cast<int>(first.b.size()));
   for (size_t p = 0; p < problems.size(); ++p) {
     const GemmKernelSpec& spec = problems[p];
-    a.push_back(params.add(spec.a.buffer, DType::kBF16, false) + " + " + c_expr(spec.a.offset));
+    a.push_back(params.add_checked(spec.a.buffer, DType::kBF16, spec.a.offset) + " + " +
+                c_expr(spec.a.offset));
     lda.push_back(c_expr(tc_layout(spec.a, spec.M, spec.K, false)->ld));
     ldb.push_back(c_expr(tc_layout(spec.b[0], spec.K, spec.N, true)->ld));
     for (size_t j = 0; j < spec.b.size(); ++j)
-      b[j].push_back(params.add(spec.b[j].buffer, DType::kBF16, false) + " + " +
+      b[j].push_back(params.add_checked(spec.b[j].buffer, DType::kBF16, spec.b[j].offset) + " + " +
                      c_expr(spec.b[j].offset));
     // Each problem stages its own products from the scratch's start: a block runs one problem.
     const auto staged = rank_staging(spec.products, t, at, bkn, static_cast<int>(spec.b.size()));
@@ -693,6 +705,7 @@ void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& 
     std::string src = tc ? grouped_tc_source(ctx, problems, kernel_params, launch.name, t)
                          : grouped_scalar_source(ctx, problems, kernel_params, launch.name);
     launch.buffers = kernel_params.buffers();
+    launch.checked_operands = kernel_params.checked_operands();
     ctx.add_kernel(std::move(launch), src);
   }
 }

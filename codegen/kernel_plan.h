@@ -17,11 +17,29 @@ struct BufferRef {
   bool operator==(const BufferRef& o) const { return kind == o.kind && index == o.index; }
 };
 
+// Note [Unaligned operands]
+// The tensor-core main loop's cp.async copies and the rank-r partials' 16-byte loads need every
+// operand address 16-byte aligned. Codegen proves that for offsets and strides, but a caller's
+// tensor may start anywhere (a view with a storage offset), so the kernel checks the addresses
+// at run time and, when one is off, runs a loop of element loads instead: the same results,
+// slower (Note [Lean main loop] in codegen/device/dg_gemm.cuh). That must not be silent: the
+// launch lists the addresses its kernel checks, and the executable evaluates them at every
+// launch, counts each launch that takes the slow path (dg_stats.unaligned_launches) and logs the
+// first one of each executable.
+struct CheckedOperand {
+  int param;             // position in KernelLaunch::buffers
+  SymExpr offset_bytes;  // from the buffer's start
+  bool operator==(const CheckedOperand& o) const {
+    return param == o.param && offset_bytes == o.offset_bytes;
+  }
+};
+
 struct KernelLaunch {
   std::string name;                // extern "C" entry point
   std::string summary;             // one line for humans: what the kernel computes
   std::vector<BufferRef> buffers;  // pointer parameters, in order; the graph's symbols follow
-  std::array<SymExpr, 3> grid;     // blocks; a launch with any zero extent is skipped
+  std::vector<CheckedOperand> checked_operands;  // Note [Unaligned operands]
+  std::array<SymExpr, 3> grid;                   // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
   int shared_bytes = 0;  // dynamic shared memory
   // 0, or k: this kernel is the k-th alternative of the GEMM whose variant 0 comes k kernels

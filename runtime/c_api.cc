@@ -178,7 +178,7 @@ void dg_get_stats(dg_stats* out) {
   if (!out) return;
   dg::RuntimeStats s = dg::runtime_stats();
   *out = dg_stats{s.graphs_compiled, s.nvrtc_compiles, s.cache_hits_memory, s.cache_hits_disk,
-                  s.cache_misses,    s.cache_corrupt,  s.launches};
+                  s.cache_misses,    s.cache_corrupt,  s.launches,          s.unaligned_launches};
 }
 
 void dg_reset_stats(void) { dg::reset_runtime_stats(); }

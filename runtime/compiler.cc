@@ -24,7 +24,7 @@ namespace dg {
 namespace {
 
 std::atomic<int64_t> g_graphs{0}, g_compiles{0}, g_mem_hits{0}, g_disk_hits{0}, g_misses{0},
-    g_corrupt{0}, g_launches{0};
+    g_corrupt{0}, g_launches{0}, g_unaligned_launches{0};
 
 // One DiskCache per folder for the whole process (it also holds the memory tier of binaries).
 DiskCache& cache_for(const std::string& dir) {
@@ -373,13 +373,15 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
 
 RuntimeStats runtime_stats() {
   return {g_graphs.load(), g_compiles.load(), g_mem_hits.load(), g_disk_hits.load(),
-          g_misses.load(), g_corrupt.load(),  g_launches.load()};
+          g_misses.load(), g_corrupt.load(),  g_launches.load(), g_unaligned_launches.load()};
 }
 
 void reset_runtime_stats() {
   g_graphs = g_compiles = g_mem_hits = g_disk_hits = g_misses = g_corrupt = g_launches = 0;
+  g_unaligned_launches = 0;
 }
 
 void count_launch() { ++g_launches; }
+void count_unaligned_launch() { ++g_unaligned_launches; }
 
 }  // namespace dg

@@ -40,11 +40,13 @@ CompileOutcome compile_graph(const Graph& g, const CompileRequest& request);
 // Process-wide counters behind dg_get_stats.
 struct RuntimeStats {
   int64_t graphs_compiled = 0, nvrtc_compiles = 0, cache_hits_memory = 0, cache_hits_disk = 0,
-          cache_misses = 0, cache_corrupt = 0, launches = 0;
+          cache_misses = 0, cache_corrupt = 0, launches = 0, unaligned_launches = 0;
 };
 RuntimeStats runtime_stats();
 void reset_runtime_stats();
 void count_launch();
+// A kernel launch that takes the slow path for an unaligned operand (Note [Unaligned operands]).
+void count_unaligned_launch();
 
 // The dyngen version that enters every cache key.
 const char* dyngen_version();

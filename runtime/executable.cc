@@ -1,5 +1,9 @@
 #include "runtime/executable.h"
 
+#include <cstdio>
+
+#include "runtime/compiler.h"
+
 namespace dg {
 
 namespace {
@@ -68,6 +72,9 @@ Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan p
   e->grids_at_ = exprs.size();
   for (const KernelLaunch& k : e->plan_.kernels)
     exprs.insert(exprs.end(), k.grid.begin(), k.grid.end());
+  e->checked_at_ = exprs.size();
+  for (const KernelLaunch& k : e->plan_.kernels)
+    for (const CheckedOperand& c : k.checked_operands) exprs.push_back(c.offset_bytes);
   try {
     e->program_ = ShapeProgram::compile(e->plan_.symbols, exprs);
   } catch (const std::exception& ex) {
@@ -267,6 +274,32 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
   return {};
 }
 
+bool Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+                                         size_t first_pointer, size_t first_checked) const {
+  for (size_t i = 0; i < kl.checked_operands.size(); ++i) {
+    const CheckedOperand& c = kl.checked_operands[i];
+    const auto address = reinterpret_cast<uintptr_t>(batch.pointers[first_pointer + c.param]) +
+                         static_cast<uintptr_t>(batch.results[first_checked + i]);
+    if (address % 16 == 0) continue;
+    count_unaligned_launch();
+    std::call_once(unaligned_logged_, [&] {
+      const BufferRef& b = kl.buffers[c.param];
+      const std::string what = b.kind == BufferRef::kInput    ? describe_input(b.index)
+                               : b.kind == BufferRef::kOutput ? "output " + std::to_string(b.index)
+                                                              : "a workspace buffer";
+      std::fprintf(stderr,
+                   "dyngen: warning: kernel %s reads %s at an address that is %u bytes past a "
+                   "16-byte boundary, so it runs its element-load loop instead of the 16-byte "
+                   "copies: the same results, slower. A contiguous copy of the tensor avoids it. "
+                   "Later such launches of this graph are counted in the stats "
+                   "(unaligned_launches), not logged.\n",
+                   kl.name.c_str(), what.c_str(), static_cast<unsigned>(address % 16));
+    });
+    return true;
+  }
+  return false;
+}
+
 Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
                           int num_outputs, void* workspace, void* stream) const {
   if (!module_)
@@ -284,11 +317,14 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       if (!s.ok()) return Status::error(describe_input(batch.host_scalars[k]) + ": " + s.message());
     }
   }
-  size_t a = 0;
+  size_t a = 0, p = 0, c = checked_at_;
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {
     const KernelLaunch& kl = plan_.kernels[k];
     void** args = batch.args.data() + a;
     a += kl.buffers.size() + plan_.symbols.size();
+    const size_t first_pointer = p, first_checked = c;
+    p += kl.buffers.size();
+    c += kl.checked_operands.size();
     std::array<uint32_t, 3> grid;
     bool empty = false;
     for (int d = 0; d < 3; ++d) {
@@ -298,6 +334,7 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       grid[d] = static_cast<uint32_t>(v);
     }
     if (empty) continue;  // nothing to compute, e.g. zero tokens
+    check_operand_alignment(kl, batch, first_pointer, first_checked);
     s = module_->launch(k, batch.device, grid, kl.block, kl.shared_bytes, args, stream);
     if (!s.ok()) return Status::error(kl.name + ": " + s.message());
   }

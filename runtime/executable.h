@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ class Executable {
                        int num_outputs, LaunchBatch* batch) const;
   // Bytes of workspace the kernels use, before the host scalars' slots.
   size_t kernel_workspace_bytes(const LaunchBatch& batch) const;
+  // Note [Unaligned operands]: whether `kl`, whose pointers start at batch.pointers[first_pointer]
+  // and checked offsets at batch.results[first_checked], takes the slow path; counts and (once per
+  // executable) logs it when it does.
+  bool check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+                               size_t first_pointer, size_t first_checked) const;
 
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).
   struct SymbolSource {
@@ -72,7 +78,8 @@ class Executable {
   ShapeProgram program_;
   // Offsets into the shape program's results.
   size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0,
-         requirements_at_ = 0;
+         requirements_at_ = 0, checked_at_ = 0;
+  mutable std::once_flag unaligned_logged_;
 };
 
 }  // namespace dg

@@ -116,7 +116,8 @@ struct DgGemmFragB {
 //   extents are multiples of 8 (a precondition), so a chunk is inside K or outside as a whole.
 // - Alignment is decided once per launch by one uniform branch: 16-byte aligned operands run the
 //   pipeline (cp.async), the rest run dg_gemm_unaligned_loop (element loads into shared memory).
-//   An unaligned launch gives the same results, slower. That loop is kept small, because it is
+//   An unaligned launch gives the same results, slower; the host counts and logs it (Note
+//   [Unaligned operands] in codegen/kernel_plan.h). That loop is kept small, because it is
 //   rare (views at odd offsets) and compile time counts: one stage, its copies a rolled loop, its
 //   k16 steps rolled. As a second pipeline with unrolled copies it was about a third of NVRTC's
 //   time for the seed forward (issue 14's bar: a cold compile under 3 s).

@@ -8,7 +8,8 @@
 // Note [16-byte operand loads]: the code generator proves the static part of an operand's
 // alignment (offsets and strides are multiples of the vector), but a caller's pointer may still
 // sit off a 16-byte boundary (a view with a storage offset). `aligned` is the block-uniform
-// run-time check of the base pointers; when it fails, the same elements are read one by one.
+// run-time check of the base pointers; when it fails, the same elements are read one by one (and
+// the host counts the launch: Note [Unaligned operands] in codegen/kernel_plan.h).
 DG_DEVICE void dg_load16_float(float* out, const float* p, bool aligned) {
   if (aligned) {
     const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));

@@ -296,3 +296,22 @@ def test_graph_without_tensor_outputs_needs_no_executable(fresh, opts):
         compiled(x).sum().backward()
         assert torch.equal(x.grad, torch.ones(n, 4))
     assert dyngen.stats()["fallbacks"] == []
+
+
+def test_unaligned_operand_is_counted_and_exact():
+    """Note [Unaligned operands]: x as a view one element into its storage (2 bytes past a 16-byte
+    boundary) runs the GEMMs' element-load loop, which gives the aligned run's bits and is counted
+    in dyngen.stats()["unaligned_launches"]; aligned tensors count nothing."""
+    exe = dyngen.compile_text(SEED_TEXT, "seed")
+    ins = _seed_inputs(3)
+    before = dyngen.stats()["unaligned_launches"]
+    (aligned,) = exe.run(ins)
+    assert dyngen.stats()["unaligned_launches"] == before
+    x = ins[0]
+    storage = torch.empty(x.numel() + 1, dtype=x.dtype)
+    shifted = storage[1:].view(x.shape)
+    shifted.copy_(x)
+    assert shifted.data_ptr() % 16 == (x.data_ptr() + 2) % 16 == 2
+    (out,) = exe.run([shifted] + ins[1:])
+    assert torch.equal(out, aligned)
+    assert dyngen.stats()["unaligned_launches"] > before

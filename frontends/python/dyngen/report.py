@@ -25,6 +25,7 @@ def stats() -> dict:
         for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
             d[k] += capi[k]
         d["launches"] = capi["launches"]
+        d["unaligned_launches"] = capi["unaligned_launches"]
     d["executor"] = used or runtime.executor_name(*runtime.plan_for(None))
     d["thunder_cache_misses"] = counters.thunder_cache_misses()
     d["cache"] = cache_report(d)

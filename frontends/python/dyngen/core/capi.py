@@ -62,6 +62,7 @@ class DgStats(ctypes.Structure):
             "cache_misses",
             "cache_corrupt",
             "launches",
+            "unaligned_launches",
         )
     ]
 

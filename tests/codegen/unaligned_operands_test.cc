@@ -1,0 +1,153 @@
+// Note [Unaligned operands]: a GEMM operand off a 16-byte boundary (a view with a storage offset)
+// runs the kernel's element-load loop. Under host emulation: the results equal the aligned run's
+// bit for bit, every launch that takes the slow path is counted (dg_stats.unaligned_launches) and
+// only the first one of an executable is logged; aligned calls count nothing.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "ir/text_format.h"
+#include "runtime/compiler.h"
+#include "runtime/host_run.h"
+
+namespace dg {
+namespace {
+
+// A LoRA linear: the base product on tensor cores, x @ A^T through the rank-r partials kernel.
+constexpr const char* kLoraLinear = R"(graph @lora_linear
+sym n in [0, inf] div 1
+input %x: bf16[n, 64]
+input %w: bf16[48, 64]
+input %a: bf16[8, 64]
+input %b: bf16[48, 8]
+%base: bf16[n, 48] = linear(%x, %w)
+%u: bf16[n, 8] = linear(%x, %a)
+%up: bf16[n, 48] = linear(%u, %b)
+%y: bf16[n, 48] = add(%base, %up)
+output %y
+)";
+
+struct Compiled {
+  Graph graph;
+  std::shared_ptr<Executable> exe;
+};
+
+Compiled compile_lora_linear() {
+  ParseResult parsed = parse_graph_text(kLoraLinear);
+  EXPECT_TRUE(parsed.ok()) << parsed.error;
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = (std::filesystem::temp_directory_path() / "dyngen-unaligned-cache").string();
+  CompileOutcome o = compile_graph(parsed.graph, req);
+  EXPECT_TRUE(o.ok()) << o.error;
+  return {parsed.graph, o.executable};
+}
+
+// The kernels a call launches that check input `input`'s alignment: one per GEMM launch site
+// (its tile variants check the same operands).
+int64_t sites_checking(const KernelPlan& plan, int input) {
+  int64_t sites = 0;
+  for (const KernelLaunch& k : plan.kernels) {
+    if (k.variant != 0) continue;
+    for (const CheckedOperand& c : k.checked_operands)
+      if (k.buffers[c.param].kind == BufferRef::kInput && k.buffers[c.param].index == input) {
+        ++sites;
+        break;
+      }
+  }
+  return sites;
+}
+
+int64_t unaligned_launches() { return runtime_stats().unaligned_launches; }
+
+// Runs `exe` with input `shifted` copied to an address 2 bytes past a 16-byte boundary; returns
+// the output's bytes.
+std::vector<uint8_t> run_shifted(const Executable& exe, const std::vector<HostTensor>& inputs,
+                                 int shifted) {
+  std::vector<dg_tensor> in(inputs.size());
+  const HostTensor& moved = inputs[shifted];
+  std::unique_ptr<uint8_t, decltype(&std::free)> storage(
+      static_cast<uint8_t*>(std::aligned_alloc(64, (moved.bytes.size() + 2 + 63) / 64 * 64)),
+      &std::free);
+  std::memcpy(storage.get() + 2, moved.bytes.data(), moved.bytes.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in[i].data = i == static_cast<size_t>(shifted)
+                     ? storage.get() + 2
+                     : const_cast<uint8_t*>(inputs[i].bytes.data());
+    in[i].rank = inputs[i].rank();
+    in[i].dtype = static_cast<int32_t>(inputs[i].dtype);
+    for (int d = 0; d < inputs[i].rank(); ++d) in[i].shape[d] = inputs[i].shape[d];
+  }
+  dg_tensor out{};
+  size_t workspace_bytes = 0;
+  EXPECT_TRUE(exe.prepare(in.data(), static_cast<int>(in.size()), &out, 1, &workspace_bytes).ok());
+  HostTensor y = make_tensor(static_cast<DType>(out.dtype),
+                             std::vector<int64_t>(out.shape, out.shape + out.rank));
+  out.data = y.bytes.data();
+  std::unique_ptr<void, decltype(&std::free)> workspace(
+      workspace_bytes ? std::aligned_alloc(256, (workspace_bytes + 255) / 256 * 256) : nullptr,
+      &std::free);
+  Status s = exe.launch(in.data(), static_cast<int>(in.size()), &out, 1, workspace.get(), nullptr);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return y.bytes;
+}
+
+TEST(UnalignedOperands, GemmKernelsListTheAddressesTheyCheck) {
+  Compiled c = compile_lora_linear();
+  ASSERT_TRUE(c.exe);
+  // x feeds the tensor-core GEMM and the rank-r partials; w and a are read by one GEMM each.
+  EXPECT_EQ(sites_checking(c.exe->plan(), 0), 2);
+  EXPECT_EQ(sites_checking(c.exe->plan(), 1), 1);
+  EXPECT_EQ(sites_checking(c.exe->plan(), 2), 1);
+}
+
+TEST(UnalignedOperands, SlowPathIsCountedLoggedOnceAndExact) {
+  Compiled c = compile_lora_linear();
+  ASSERT_TRUE(c.exe);
+  const int64_t n = 37;
+  auto inputs = make_random_inputs(c.graph, {{"n", n}}, 3);
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+
+  const int64_t before = unaligned_launches();
+  auto aligned = run_on_host(*c.exe, inputs.value());
+  ASSERT_TRUE(aligned.ok()) << aligned.message();
+  EXPECT_EQ(unaligned_launches(), before) << "aligned operands took the slow path";
+
+  for (int shifted : {0, 1, 2}) {
+    const int64_t start = unaligned_launches();
+    ::testing::internal::CaptureStderr();
+    const std::vector<uint8_t> first = run_shifted(*c.exe, inputs.value(), shifted);
+    const std::vector<uint8_t> second = run_shifted(*c.exe, inputs.value(), shifted);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(first, aligned.value()[0].bytes) << "input " << shifted;
+    EXPECT_EQ(second, aligned.value()[0].bytes) << "input " << shifted;
+    const int64_t sites = sites_checking(c.exe->plan(), shifted);
+    EXPECT_EQ(unaligned_launches() - start, 2 * sites) << "input " << shifted;
+    // One executable logs once, whichever operand it was.
+    const size_t at = log.find("dyngen: warning: kernel");
+    if (shifted == 0) {
+      ASSERT_NE(at, std::string::npos) << log;
+      EXPECT_NE(log.find("input 0"), std::string::npos) << log;
+      EXPECT_NE(log.find("2 bytes past a 16-byte boundary"), std::string::npos) << log;
+      EXPECT_EQ(log.find("dyngen: warning", at + 1), std::string::npos) << log;
+    } else {
+      EXPECT_EQ(at, std::string::npos) << log;
+    }
+  }
+}
+
+TEST(UnalignedOperands, NoTokensLaunchNothingAndCountNothing) {
+  Compiled c = compile_lora_linear();
+  ASSERT_TRUE(c.exe);
+  auto inputs = make_random_inputs(c.graph, {{"n", 0}}, 4);
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+  const int64_t before = unaligned_launches();
+  run_shifted(*c.exe, inputs.value(), 1);
+  EXPECT_EQ(unaligned_launches(), before);
+}
+
+}  // namespace
+}  // namespace dg
