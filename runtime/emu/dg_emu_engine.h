@@ -48,11 +48,30 @@ struct LaneSlot {
   uint64_t out[4];
 };
 
+// One wgmma.mma_async of a warp, issued and not yet retired by a wgmma.wait_group (Note [Deferred
+// wgmma] in codegen/device/dg_wgmma.cuh): the warp's 16 rows of an m64nNk16 product.
+struct AsyncMma {
+  uint64_t desc_a = 0, desc_b = 0;
+  int n = 0;                // N of m64nNk16
+  int warp_in_group = 0;    // the warp's rows are 16 * warp_in_group + [0, 16) of the 64
+  bool accumulate = false;  // scale-d: d = a b + d, else d = a b
+  float* d[32] = {};        // each lane's accumulator registers (n / 2 floats)
+  std::vector<float> c;     // their values at issue, n / 2 per lane; empty: the op before it
+                            // in the warp's queue writes d (a chain of k steps)
+  std::vector<float> a, b;  // the operands (16 x 16 of A, n x 16 of B) once read from shared
+                            // memory: at issue or at retirement (DYNGEN_EMU_ASYNC)
+};
+
 struct Warp {
   LaneSlot lane[32];
   uint32_t arrived = 0;   // lanes parked at a collective
   uint32_t exited = 0;    // lanes whose thread has returned
   uint32_t existing = 0;  // lanes that exist in this block
+  // wgmma state (Note [Deferred wgmma]): issued operations, oldest first; the end index of each
+  // committed group; whether a wgmma.fence came before the first wgmma.
+  std::vector<AsyncMma> mma_pending;
+  std::vector<size_t> mma_group_ends;
+  bool mma_fenced = false;
 };
 
 // One cp.async in flight; see Note [Deferred cp.async].

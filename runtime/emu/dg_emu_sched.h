@@ -79,14 +79,19 @@ inline void on_thread_exit(Block& b, Thread& t) {
   Warp& w = b.warps[t.linear >> 5];
   uint32_t bit = 1u << (t.linear & 31);
   w.exited |= bit;
+  auto exit_error = [&](const char* what) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "block (%u,%u,%u): thread %u exited %s", b.block_idx.x,
+                  b.block_idx.y, b.block_idx.z, t.linear, what);
+    b.error = buf;
+  };
+  if (!w.mma_pending.empty()) {  // its accumulator registers would be written after it is gone
+    exit_error("with a wgmma.mma_async not yet retired by wgmma.wait_group");
+    return;
+  }
   for (uint32_t m = w.arrived; m; m &= m - 1) {
     if (w.lane[__builtin_ctz(m)].mask & bit) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf,
-                    "block (%u,%u,%u): thread %u exited while lanes of its warp wait for it at a "
-                    "warp collective",
-                    b.block_idx.x, b.block_idx.y, b.block_idx.z, t.linear);
-      b.error = buf;
+      exit_error("while lanes of its warp wait for it at a warp collective");
       return;
     }
   }
@@ -130,7 +135,12 @@ inline bool run_block(Block& b) {
   b.race_epoch_base += b.bar_generation + 1;
   b.bar_arrived = b.bar_generation = 0;
   b.bar_count[0] = b.bar_count[1] = 0;
-  for (Warp& w : b.warps) w.arrived = w.exited = 0;
+  for (Warp& w : b.warps) {
+    w.arrived = w.exited = 0;
+    w.mma_pending.clear();
+    w.mma_group_ends.clear();
+    w.mma_fenced = false;
+  }
   for (Thread& t : b.threads) {
     t.started = false;
     t.async_copies.clear();

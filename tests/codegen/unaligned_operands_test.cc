@@ -74,9 +74,8 @@ std::vector<uint8_t> run_shifted(const Executable& exe, const std::vector<HostTe
       &std::free);
   std::memcpy(storage.get() + 2, moved.bytes.data(), moved.bytes.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    in[i].data = i == static_cast<size_t>(shifted)
-                     ? storage.get() + 2
-                     : const_cast<uint8_t*>(inputs[i].bytes.data());
+    in[i].data = i == static_cast<size_t>(shifted) ? storage.get() + 2
+                                                   : const_cast<uint8_t*>(inputs[i].bytes.data());
     in[i].rank = inputs[i].rank();
     in[i].dtype = static_cast<int32_t>(inputs[i].dtype);
     for (int d = 0; d < inputs[i].rank(); ++d) in[i].shape[d] = inputs[i].shape[d];

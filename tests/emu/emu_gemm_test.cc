@@ -15,14 +15,6 @@ namespace {
 
 const EmuModule& gemm_module() { return test_module(kGemmKernels); }
 
-std::vector<dg_bf16> random_bf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<dg_bf16> v(n);
-  for (dg_bf16& x : v) x = dg_float_to_bf16(dist(rng));
-  return v;
-}
-
 float at(const std::vector<dg_bf16>& v, size_t i) { return dg_bf16_to_float(v[i]); }
 
 // At least one block: with M = 0 the kernel's own guard must keep it from writing.

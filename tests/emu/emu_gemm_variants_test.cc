@@ -75,7 +75,7 @@ DG_DEVICE void variant(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, f
   return s;
 }
 
-std::vector<dg_bf16> random_bf16(size_t n, uint32_t seed) {
+std::vector<dg_bf16> lcg_bf16(size_t n, uint32_t seed) {
   std::vector<dg_bf16> v(n);
   for (dg_bf16& x : v) {
     seed = seed * 1664525u + 1013904223u;
@@ -92,8 +92,8 @@ TEST_P(EmuGemmVariants, StageReuseKTailAndTileEdges) {
   const long long k = 4LL * v.bk * v.stages + 8;  // > 4 x BK x stages, 8 past a BK multiple
   const long long n = v.bn + 8;                   // two column tiles, the second ragged
   for (long long m : {static_cast<long long>(v.bm) - 1, static_cast<long long>(v.bm) + 1}) {
-    const std::vector<dg_bf16> a = random_bf16(m * k, 1 + static_cast<uint32_t>(m));
-    const std::vector<dg_bf16> b0 = random_bf16(n * k, 2), b1 = random_bf16(n * k, 3);
+    const std::vector<dg_bf16> a = lcg_bf16(m * k, 1 + static_cast<uint32_t>(m));
+    const std::vector<dg_bf16> b0 = lcg_bf16(n * k, 2), b1 = lcg_bf16(n * k, 3);
     std::vector<float> c(m * n, 777.0f);
     const dg_bf16* pa = a.data();
     const dg_bf16* pb0 = b0.data();

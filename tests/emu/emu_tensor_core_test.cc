@@ -16,14 +16,6 @@ namespace {
 
 const EmuModule& tensor_core() { return test_module(kTensorCoreKernels); }
 
-std::vector<dg_bf16> random_bf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<dg_bf16> v(n);
-  for (dg_bf16& x : v) x = dg_float_to_bf16(dist(rng));
-  return v;
-}
-
 TEST(EmuTensorCore, LdmatrixFollowsThePtxLayout) {
   std::vector<unsigned> out(32 * 8);
   unsigned* po = out.data();

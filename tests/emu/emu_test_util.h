@@ -9,10 +9,12 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "codegen/device/dg_types.cuh"
 #include "ir/sha256.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/emu/emu_module.h"
@@ -65,6 +67,15 @@ inline const EmuModule& test_module(const std::string& source,
   }
   auto owned = std::make_unique<EmuModule>(std::move(module).value());
   return *modules.emplace(key, std::move(owned)).first->second;
+}
+
+// n bf16 values uniform in [-1, 1], reproducibly from `seed`.
+inline std::vector<dg_bf16> random_bf16(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<dg_bf16> v(n);
+  for (dg_bf16& x : v) x = dg_float_to_bf16(dist(rng));
+  return v;
 }
 
 inline DgEmuLaunch grid1d(unsigned blocks, unsigned threads, unsigned smem = 0) {

@@ -1,0 +1,409 @@
+// wgmma (sm_90a): warpgroup-wide MMA, m64nNk16 with bf16 operands in shared memory and f32
+// accumulators in registers, issued asynchronously and retired by wgmma.wait_group. One interface,
+// two implementations, as for mma.sync (dg_mma.cuh): inline PTX on a GPU compiled for sm_90a, and
+// on the host an emulation that follows the PTX ISA's descriptor, shared-memory and fragment
+// layouts (Note [wgmma layouts]) and its asynchrony (Note [Deferred wgmma]). The descriptor
+// encoding and the layout functions are plain C++ too, so tests check them without a kernel.
+//
+// Note [wgmma layouts] (PTX ISA 9.7.15.5.1, "Register Fragments and Shared Memory Matrix
+// Layouts": the Matrix Descriptor Format, Shared Memory Matrix Layout with its table of swizzle
+// atoms and figures of K-major swizzling, and the fragment figure for accumulator D of
+// .m64nNk16; cross-read with CuTe's GMMA layouts in cute/atom/mma_traits_sm90_gmma.hpp, where
+// CLayout_64xN and Layout_K_SW{32,64,128}_Atom say the same). Only K-major operands (A stored
+// [M][K], B stored [N][K], imm-trans-a = imm-trans-b = 0) are covered so far.
+// - Descriptor, 64 bits: start address >> 4 in bits 0-13 (a shared-window address), leading
+//   dimension byte offset (LBO) >> 4 in bits 16-29, stride dimension byte offset (SBO) >> 4 in
+//   bits 32-45, base offset in bits 49-51 (0 here: atoms start on their pattern's boundary),
+//   swizzle in bits 62-63: 0 none, 1 128-byte, 2 64-byte, 3 32-byte.
+// - A K-major operand has 64 (A) or N (B) rows of 16 bf16 along K: two 16-byte chunks per row.
+//   Rows come in atoms of 8. Without swizzle an atom is a core matrix, 8 rows of 16 bytes, 16
+//   bytes apart, and chunk j of row r lies at start + (r % 8) * 16 + (r / 8) * SBO + j * LBO.
+//   With an S-byte swizzle (S = 32, 64, 128) an atom is 8 rows of S bytes, S bytes apart; chunk j
+//   of row r lies at start + (r % 8) * S + (r / 8) * SBO + 16 j, and then the address's 16-byte
+//   chunk bits (bit 4 up, log2(S / 16) of them) are XORed with the same number of bits from bit
+//   7 up: bits 4-6 ^= 7-9 (128B), 4-5 ^= 7-8 (64B), 4 ^= 7 (32B). LBO is unused. A k16 step at
+//   k0 inside a wider swizzled row starts at start + 2 * k0 bytes, and the XOR applies after.
+// - Accumulator D (f32): thread T of the warpgroup, with w = T / 32, g = (T % 32) / 4 and
+//   t = T % 4, holds d[i], i < N / 2, at row 16 w + g + 8 ((i % 4) / 2), column 8 (i / 4) + 2 t +
+//   i % 2: each warp owns 16 rows, laid out as mma.m16n8's C fragment repeated along N.
+//
+// Note [Deferred wgmma]: on a GPU the accumulator registers are undefined from the wgmma's issue
+// until a wgmma.wait_group retires its group, and the operands may be read from shared memory at
+// any time in between. The emulation makes both visible. At issue it records the operation,
+// saves the accumulators' values and fills the registers with NaN, so code that reads them early
+// gets NaN; wgmmas issued back to back on the same registers chain (the hardware orders
+// accumulator accesses between wgmmas of one shape). The operands are read at retirement
+// (DYNGEN_EMU_ASYNC=wait, the default: a stage overwritten before its wgmma retires shows),
+// at issue (=issue: operands written after the issue show), or either at random (=random).
+// wgmma.commit_group closes a group, wgmma.wait_group N retires all but the newest N groups, in
+// order. A thread that exits with a wgmma in flight, a wgmma with no wgmma.fence before the
+// warp's first one, operands outside dynamic shared memory, a nonzero base offset and a
+// block that is not whole warpgroups are errors. Each warp computes its own 16 rows, so the four
+// warps of a warpgroup are not checked against each other.
+#pragma once
+#include "dg_config.cuh"
+#include "dg_types.cuh"
+#if defined(DG_HAS_DEVICE)
+#include "dg_mma.cuh"  // require_full_warp under emulation
+#endif
+
+enum DgWgmmaSwizzle : int {
+  kDgSwizzleNone = 0,
+  kDgSwizzle128B = 1,
+  kDgSwizzle64B = 2,
+  kDgSwizzle32B = 3,
+};
+
+// Bytes from one row of an 8-row atom to the next (Note [wgmma layouts]).
+DG_DEVICE int dg_wgmma_row_bytes(int swizzle) {
+  return swizzle == kDgSwizzle128B  ? 128
+         : swizzle == kDgSwizzle64B ? 64
+         : swizzle == kDgSwizzle32B ? 32
+                                    : 16;
+}
+
+// A shared-memory matrix descriptor; addresses and offsets are bytes, multiples of 16.
+DG_DEVICE dg_u64 dg_wgmma_desc(dg_u32 smem_address, dg_u32 lbo, dg_u32 sbo, int swizzle) {
+  return (dg_u64{(smem_address >> 4) & 0x3fffu}) | (dg_u64{(lbo >> 4) & 0x3fffu} << 16) |
+         (dg_u64{(sbo >> 4) & 0x3fffu} << 32) | (dg_u64(swizzle & 3) << 62);
+}
+
+// The descriptor's fields.
+struct DgWgmmaDescFields {
+  dg_u32 start, lbo, sbo;  // bytes
+  int base_offset, swizzle;
+};
+DG_DEVICE DgWgmmaDescFields dg_wgmma_desc_fields(dg_u64 desc) {
+  return DgWgmmaDescFields{static_cast<dg_u32>(desc & 0x3fffu) << 4,
+                           static_cast<dg_u32>((desc >> 16) & 0x3fffu) << 4,
+                           static_cast<dg_u32>((desc >> 32) & 0x3fffu) << 4,
+                           static_cast<int>((desc >> 49) & 7u), static_cast<int>(desc >> 62)};
+}
+
+// The shared-window address of 16-byte chunk j (0 or 1: k 0-7 or 8-15) of row r of a K-major
+// operand (Note [wgmma layouts]).
+DG_DEVICE dg_u32 dg_wgmma_chunk_address(dg_u64 desc, int r, int j) {
+  const DgWgmmaDescFields f = dg_wgmma_desc_fields(desc);
+  const dg_u32 row =
+      static_cast<dg_u32>(r % 8) * static_cast<dg_u32>(dg_wgmma_row_bytes(f.swizzle)) +
+      static_cast<dg_u32>(r / 8) * f.sbo;
+  if (f.swizzle == kDgSwizzleNone) return f.start + row + static_cast<dg_u32>(j) * f.lbo;
+  const dg_u32 address = f.start + row + 16u * static_cast<dg_u32>(j);
+  const dg_u32 bits = f.swizzle == kDgSwizzle128B ? 7u : f.swizzle == kDgSwizzle64B ? 3u : 1u;
+  return address ^ (((address >> 7) & bits) << 4);
+}
+
+// Where accumulator d[i] of warpgroup thread T lies in the 64 x N tile (Note [wgmma layouts]).
+DG_DEVICE int dg_wgmma_acc_row(int T, int i) {
+  return 16 * (T / 32) + (T % 32) / 4 + 8 * ((i % 4) / 2);
+}
+DG_DEVICE int dg_wgmma_acc_col(int T, int i) { return 8 * (i / 4) + 2 * (T % 4) + i % 2; }
+
+#if defined(DG_HOST_EMULATION)
+namespace dg::emu {
+
+// The emulated shared-window address of a dynamic shared-memory byte: its offset in the block's
+// dynamic shared memory (which starts the window, so atoms aligned there are aligned for the
+// swizzle as on a GPU whose dynamic shared memory is declared 1024-byte aligned).
+inline dg_u32 wgmma_smem_address(const void* p) {
+  const Block& b = *t_emu.block;
+  const auto* q = static_cast<const unsigned char*>(p);
+  if (q < b.dyn_smem || q >= b.dyn_smem + b.dyn_smem_bytes)
+    fail(where() + ": a wgmma operand must be in dynamic shared memory");
+  return static_cast<dg_u32>(q - b.dyn_smem);
+}
+
+inline float wgmma_operand(const Block& b, dg_u64 desc, int r, int k) {
+  const dg_u32 at = dg_wgmma_chunk_address(desc, r, k / 8) + 2u * static_cast<dg_u32>(k % 8);
+  if (at + 2 > b.dyn_smem_bytes)
+    fail(where() + ": a wgmma descriptor addresses bytes past dynamic shared memory");
+  dg_u16 bits;
+  std::memcpy(&bits, b.dyn_smem + at, 2);
+  return dg_bf16_to_float(dg_bf16_from_bits(bits));
+}
+
+inline void wgmma_read_operands(const Block& b, AsyncMma& op) {
+  op.a.resize(16 * 16);
+  op.b.resize(static_cast<size_t>(op.n) * 16);
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k)
+      op.a[r * 16 + k] = wgmma_operand(b, op.desc_a, 16 * op.warp_in_group + r, k);
+  for (int r = 0; r < op.n; ++r)
+    for (int k = 0; k < 16; ++k) op.b[r * 16 + k] = wgmma_operand(b, op.desc_b, r, k);
+}
+
+// d = a b (+ the accumulators' values), each element summed in k order in f32.
+inline void wgmma_retire(const Block& b, AsyncMma& op) {
+  if (op.a.empty()) wgmma_read_operands(b, op);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int T = 32 * op.warp_in_group + lane;
+    for (int i = 0; i < op.n / 2; ++i) {
+      const int row = dg_wgmma_acc_row(T, i) - 16 * op.warp_in_group, col = dg_wgmma_acc_col(T, i);
+      float acc = !op.accumulate ? 0.0f
+                  : op.c.empty() ? op.d[lane][i]
+                                 : op.c[lane * (op.n / 2) + i];
+      for (int k = 0; k < 16; ++k) acc += op.a[row * 16 + k] * op.b[col * 16 + k];
+      op.d[lane][i] = acc;
+    }
+  }
+}
+
+inline Warp& my_warp() { return t_emu.block->warps[t_emu.thread->linear >> 5]; }
+
+inline void wgmma_fence_op(LaneSlot*, uint32_t) { my_warp().mma_fenced = true; }
+
+inline void wgmma_commit_op(LaneSlot*, uint32_t) {
+  Warp& w = my_warp();
+  w.mma_group_ends.push_back(w.mma_pending.size());
+}
+
+inline void wgmma_wait_op(LaneSlot* lanes, uint32_t) {
+  Warp& w = my_warp();
+  const size_t keep = static_cast<size_t>(lanes[0].in[0]);
+  if (w.mma_group_ends.size() <= keep) return;
+  const size_t retired = w.mma_group_ends[w.mma_group_ends.size() - keep - 1];
+  for (size_t i = 0; i < retired; ++i) wgmma_retire(*t_emu.block, w.mma_pending[i]);
+  w.mma_pending.erase(w.mma_pending.begin(), w.mma_pending.begin() + static_cast<long>(retired));
+  w.mma_group_ends.erase(w.mma_group_ends.begin(),
+                         w.mma_group_ends.end() - static_cast<long>(keep));
+  for (size_t& end : w.mma_group_ends) end -= retired;
+}
+
+// in[0], in[1]: descriptors of A and B; in[2]: scale-d; in[3]: N; ptr: the lane's accumulators.
+inline void wgmma_issue_op(LaneSlot* lanes, uint32_t) {
+  Block& b = *t_emu.block;
+  Warp& w = my_warp();
+  for (int lane = 1; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i)
+      if (lanes[lane].in[i] != lanes[0].in[i])
+        fail(where() + ": lanes of a warp issue one wgmma.mma_async with different operands");
+  if (!w.mma_fenced)
+    fail(where() + ": wgmma.mma_async without a wgmma.fence before the warp's first one");
+  AsyncMma op;
+  op.desc_a = lanes[0].in[0];
+  op.desc_b = lanes[0].in[1];
+  op.accumulate = lanes[0].in[2] != 0;
+  op.n = static_cast<int>(lanes[0].in[3]);
+  op.warp_in_group = static_cast<int>((t_emu.thread->linear >> 5) % 4);
+  for (dg_u64 desc : {op.desc_a, op.desc_b})
+    if (dg_wgmma_desc_fields(desc).base_offset != 0)
+      fail(where() + ": wgmma descriptor with a nonzero base offset (not emulated)");
+  for (int lane = 0; lane < 32; ++lane)
+    op.d[lane] = static_cast<float*>(const_cast<void*>(lanes[lane].ptr));
+  bool chained = false;
+  for (const AsyncMma& p : w.mma_pending) chained = chained || p.d[0] == op.d[0];
+  if (!chained) {
+    op.c.resize(static_cast<size_t>(32 * (op.n / 2)));
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < op.n / 2; ++i) {
+        op.c[lane * (op.n / 2) + i] = op.d[lane][i];
+        op.d[lane][i] = dg_bits_as_float(0x7fc00000u);  // undefined until retired
+      }
+  }
+  const AsyncMode mode = b.opts->async;
+  if (mode == AsyncMode::kIssue || (mode == AsyncMode::kRandom && (next_random(b) & 1)))
+    wgmma_read_operands(b, op);
+  w.mma_pending.push_back(std::move(op));
+}
+
+inline void require_warpgroups(const char* what) {
+  require_full_warp(what);
+  if (t_emu.block->n_threads % 128 != 0)
+    fail(where() + ": " + what + " needs a block of whole warpgroups (a multiple of 128 threads)");
+}
+
+}  // namespace dg::emu
+#endif  // DG_HOST_EMULATION
+
+#if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
+
+// The shared-window address of a shared-memory pointer, for descriptors.
+DG_DEVICE dg_u32 dg_smem_address(const void* p) {
+#if defined(DG_ON_GPU)
+  return static_cast<dg_u32>(__cvta_generic_to_shared(p));
+#else
+  return ::dg::emu::wgmma_smem_address(p);
+#endif
+}
+
+// wgmma.fence.sync.aligned: before the first wgmma, and between other accesses of the
+// accumulator registers and a wgmma that uses them.
+DG_DEVICE void dg_wgmma_fence() {
+#if defined(DG_ON_GPU)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#else
+  ::dg::emu::require_warpgroups("wgmma.fence");
+  ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::wgmma_fence_op);
+#endif
+}
+
+// wgmma.commit_group.sync.aligned: the wgmmas issued since the last commit form one group.
+DG_DEVICE void dg_wgmma_commit() {
+#if defined(DG_ON_GPU)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#else
+  ::dg::emu::require_warpgroups("wgmma.commit_group");
+  ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::wgmma_commit_op);
+#endif
+}
+
+// wgmma.wait_group.sync.aligned N: all but the newest N committed groups have retired.
+template <int N>
+DG_DEVICE void dg_wgmma_wait() {
+#if defined(DG_ON_GPU)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#else
+  ::dg::emu::require_warpgroups("wgmma.wait_group");
+  ::dg::emu::my_lane_slot().in[0] = N;
+  ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::wgmma_wait_op);
+#endif
+}
+
+#if defined(DG_ON_GPU)
+// The instruction for each N the kernels use: N / 2 accumulator registers, then the two
+// descriptors and scale-d (a predicate; scale-a, scale-b 1, no transposes).
+template <int N>
+struct DgWgmmaAsm;
+
+template <>
+struct DgWgmmaAsm<16> {
+  DG_DEVICE static void issue(float (&d)[8], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct DgWgmmaAsm<32> {
+  DG_DEVICE static void issue(float (&d)[16], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct DgWgmmaAsm<64> {
+  DG_DEVICE static void issue(float (&d)[32], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct DgWgmmaAsm<128> {
+  DG_DEVICE static void issue(float (&d)[64], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct DgWgmmaAsm<256> {
+  DG_DEVICE static void issue(float (&d)[128], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "
+        "%111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+        "%127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+#endif  // DG_ON_GPU
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: d = A B^T (+ d when `accumulate`), A the
+// 64 x 16 tile at desc_a and B the N x 16 tile at desc_b, both K-major (Note [wgmma layouts]);
+// d is this thread's N / 2 accumulators. A warpgroup-wide collective; asynchronous until a
+// dg_wgmma_wait retires its group (Note [Deferred wgmma]).
+template <int N>
+DG_DEVICE void dg_wgmma_m64nNk16_bf16(float (&d)[N / 2], dg_u64 desc_a, dg_u64 desc_b,
+                                      bool accumulate) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk16: N is a multiple of 8 up to 256");
+#if defined(DG_ON_GPU)
+  DgWgmmaAsm<N>::issue(d, desc_a, desc_b, accumulate ? 1 : 0);
+#else
+  ::dg::emu::require_warpgroups("wgmma.mma_async");
+  ::dg::emu::LaneSlot& s = ::dg::emu::my_lane_slot();
+  s.ptr = d;
+  s.in[0] = desc_a;
+  s.in[1] = desc_b;
+  s.in[2] = accumulate ? 1 : 0;
+  s.in[3] = N;
+  ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::wgmma_issue_op);
+#endif
+}
+
+#endif  // wgmma available
