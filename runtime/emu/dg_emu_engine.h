@@ -139,6 +139,7 @@ struct Block {
   const Options* opts = nullptr;        // this launch's options
   uint64_t rng = 0;                     // the block's random stream (Note [Adversarial emulation])
   uint64_t step = 0;                    // scheduler steps so far
+  uint64_t mbarrier_changes = 0;        // mbarrier updates so far (Note [mbarrier semantics])
   std::vector<std::vector<AsyncLanding>> landings;  // a timer wheel indexed by step
   unsigned char* static_smem = nullptr;             // this worker's static __shared__ variables
   size_t static_smem_bytes = 0;                     // (Note [Poisoned shared memory])

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,7 +99,8 @@ TEST(EmuWgmma, ChunkAddressesFollowTheIsaSwizzleFigures) {
     const uint32_t base = 2048, lbo = 128, sbo = swizzle == kDgSwizzleNone ? 256 : 1024;
     const int steps = swizzle == kDgSwizzleNone ? 1 : atom_row_bytes(swizzle) / 32;
     for (int step = 0; step < steps; ++step) {  // k16 steps inside a swizzled row
-      const dg_u64 desc = dg_wgmma_desc(base + 32u * static_cast<uint32_t>(step), lbo, sbo, swizzle);
+      const dg_u64 desc =
+          dg_wgmma_desc(base + 32u * static_cast<uint32_t>(step), lbo, sbo, swizzle);
       for (int r = 0; r < 24; ++r)
         for (int j = 0; j < 2; ++j)
           EXPECT_EQ(dg_wgmma_chunk_address(desc, r, j),
@@ -114,10 +115,10 @@ TEST(EmuWgmma, AccumulatorPositionsFollowTheIsaFigure) {
   struct Entry {
     int T, i, row, col;
   };
-  for (const Entry& e : {Entry{0, 0, 0, 0}, Entry{0, 1, 0, 1}, Entry{0, 2, 8, 0}, Entry{0, 3, 8, 1},
-                         Entry{0, 4, 0, 8}, Entry{5, 0, 1, 2}, Entry{5, 2, 9, 2},
-                         Entry{37, 0, 17, 2}, Entry{37, 3, 25, 3}, Entry{127, 0, 55, 6},
-                         Entry{127, 7, 63, 15}, Entry{64, 30, 40, 56}}) {
+  for (const Entry& e :
+       {Entry{0, 0, 0, 0}, Entry{0, 1, 0, 1}, Entry{0, 2, 8, 0}, Entry{0, 3, 8, 1},
+        Entry{0, 4, 0, 8}, Entry{5, 0, 1, 2}, Entry{5, 2, 9, 2}, Entry{37, 0, 17, 2},
+        Entry{37, 3, 25, 3}, Entry{127, 0, 55, 6}, Entry{127, 7, 63, 15}, Entry{64, 30, 40, 56}}) {
     EXPECT_EQ(dg_wgmma_acc_row(e.T, e.i), e.row) << e.T << " " << e.i;
     EXPECT_EQ(dg_wgmma_acc_col(e.T, e.i), e.col) << e.T << " " << e.i;
     EXPECT_EQ(acc_row(e.T, e.i), e.row);
@@ -148,8 +149,9 @@ Operands make_operands(int n, int k, int swizzle, uint32_t seed) {
   // Without swizzle: core matrices along K 128 bytes apart, atoms of 8 rows k / 8 core matrices
   // long. With one: atoms of 8 rows of S bytes, 8 S bytes apart (k = S / 2).
   const uint32_t lbo = 128;
-  const uint32_t sbo = swizzle == kDgSwizzleNone ? static_cast<uint32_t>(k / 8) * 128
-                                                 : 8u * static_cast<uint32_t>(atom_row_bytes(swizzle));
+  const uint32_t sbo = swizzle == kDgSwizzleNone
+                           ? static_cast<uint32_t>(k / 8) * 128
+                           : 8u * static_cast<uint32_t>(atom_row_bytes(swizzle));
   const uint32_t a_base = 0, b_base = 8 * sbo;  // A's 8 atoms, then B's (1024-byte aligned)
   o.image.assign(b_base + static_cast<size_t>(n / 8) * sbo, 0xee);
   auto put = [&](const std::vector<dg_bf16>& m, uint32_t base, int rows) {
@@ -172,8 +174,8 @@ std::vector<double> reference(const Operands& o, const std::vector<float>* init)
   for (int r = 0; r < 64; ++r)
     for (int col = 0; col < o.n; ++col)
       for (int kk = 0; kk < o.k; ++kk)
-        c[r * o.n + col] += double(dg_bf16_to_float(o.a[r * o.k + kk])) *
-                            dg_bf16_to_float(o.b[col * o.k + kk]);
+        c[r * o.n + col] +=
+            double(dg_bf16_to_float(o.a[r * o.k + kk])) * dg_bf16_to_float(o.b[col * o.k + kk]);
   if (init)
     for (int T = 0; T < 128; ++T)
       for (int i = 0; i < o.n / 2; ++i)
@@ -191,8 +193,8 @@ int mismatches(const Operands& o, const std::vector<float>& dump, const std::vec
       const float got = dump[T * (o.n / 2) + i];
       if (std::fabs(got - want) <= 1e-4) continue;
       if (bad++ == 0 && first)
-        *first = "thread " + std::to_string(T) + " d[" + std::to_string(i) + "] = " +
-                 std::to_string(got) + ", expected " + std::to_string(want);
+        *first = "thread " + std::to_string(T) + " d[" + std::to_string(i) +
+                 "] = " + std::to_string(got) + ", expected " + std::to_string(want);
     }
   return bad;
 }
@@ -213,8 +215,8 @@ std::vector<float> run_one(const EmuModule& m, const Operands& o, bool accumulat
   const float* pinit = init.data();
   float* pout = out.data();
   int acc = accumulate ? 1 : 0;
-  *error = launch(m, "wgmma_n" + std::to_string(o.n), one_warpgroup(o), image, bytes, da, db,
-                  pinit, pout, acc);
+  *error = launch(m, "wgmma_n" + std::to_string(o.n), one_warpgroup(o), image, bytes, da, db, pinit,
+                  pout, acc);
   return out;
 }
 
@@ -363,11 +365,14 @@ TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
   const TwinMutant mutants[] = {
       {"accumulator rows", "8 * ((i % 4) / 2)", "8 * (i % 2)"},
       {"accumulator columns", "2 * (T % 4) + i % 2", "2 * (T % 4) + (i / 2) % 2"},
-      {"128-byte swizzle bits", "f.swizzle == kDgSwizzle128B ? 7u", "f.swizzle == kDgSwizzle128B ? 3u"},
-      {"64-byte swizzle bits", "f.swizzle == kDgSwizzle64B ? 3u", "f.swizzle == kDgSwizzle64B ? 1u"},
+      {"128-byte swizzle bits", "f.swizzle == kDgSwizzle128B ? 7u",
+       "f.swizzle == kDgSwizzle128B ? 3u"},
+      {"64-byte swizzle bits", "f.swizzle == kDgSwizzle64B ? 3u",
+       "f.swizzle == kDgSwizzle64B ? 1u"},
       {"32-byte swizzle row", ": swizzle == kDgSwizzle32B ? 32", ": swizzle == kDgSwizzle32B ? 16"},
       {"leading byte offset", "static_cast<dg_u32>(j) * f.lbo", "static_cast<dg_u32>(j) * 16u"},
-      {"stride byte offset", "static_cast<dg_u32>(r / 8) * f.sbo", "static_cast<dg_u32>(r / 8) * 128u"},
+      {"stride byte offset", "static_cast<dg_u32>(r / 8) * f.sbo",
+       "static_cast<dg_u32>(r / 8) * 128u"},
   };
   const std::string header = wgmma_header();
   for (const TwinMutant& mu : mutants) {

@@ -9,6 +9,7 @@
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/basic_kernels.h"
 #include "tests/emu/gemm_kernels.h"
+#include "tests/emu/mbarrier_kernels.h"
 #include "tests/emu/tensor_core_kernels.h"
 
 namespace dg::emu::testing {
@@ -79,6 +80,11 @@ TEST_P(NvrtcDevice, GemmKernelsCompileWithoutSpills) {
     EXPECT_NE(text.find(" 0 bytes stack frame, 0 bytes"), std::string::npos) << text;
   }
   EXPECT_GE(kernels, 6u) << log;
+}
+
+// The mbarrier kernels use sm_90's transaction counts and try_wait.
+TEST(NvrtcDeviceSm90a, MbarrierKernelsCompile) {
+  EXPECT_EQ(nvrtc_cubin(kMbarrierKernels, "sm_90a"), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, NvrtcDevice, ::testing::Values("sm_80", "sm_90a"),

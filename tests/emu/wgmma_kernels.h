@@ -8,9 +8,13 @@
 namespace dg::emu::testing {
 
 inline constexpr const char* kWgmmaKernelBody = R"cuda(
+#include "dg_mbarrier.cuh"
+
+// Ordinary stores, then the fence that orders them before the async proxy's reads (wgmma).
 __device__ __forceinline__ void load_image(const unsigned char* image, unsigned bytes) {
   unsigned char* smem = dg_dynamic_smem();
   for (unsigned i = threadIdx.x; i < bytes; i += blockDim.x) smem[i] = image[i];
+  dg_fence_proxy_async();
   __syncthreads();
 }
 
@@ -110,6 +114,7 @@ extern "C" __global__ void __launch_bounds__(128)
   dg_wgmma_commit();
   __syncthreads();
   for (unsigned i = threadIdx.x; i < bytes; i += blockDim.x) dg_dynamic_smem()[i] = 0;
+  dg_fence_proxy_async();
   __syncthreads();
   dg_wgmma_wait<0>();
   dump<16>(out, d);

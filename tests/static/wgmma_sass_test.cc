@@ -33,10 +33,13 @@ TEST(WgmmaSass, KernelsIssueHgmmaOnSm90a) {
   auto sass = sass_by_function(tool, compiled->binary, &error);
   ASSERT_FALSE(sass.empty()) << error;
   const std::pair<const char*, const char*> expected[] = {
-      {"wgmma_n16", "HGMMA.64x16x16.F32.BF16"},   {"wgmma_n32", "HGMMA.64x32x16.F32.BF16"},
-      {"wgmma_n64", "HGMMA.64x64x16.F32.BF16"},   {"wgmma_n128", "HGMMA.64x128x16.F32.BF16"},
+      {"wgmma_n16", "HGMMA.64x16x16.F32.BF16"},
+      {"wgmma_n32", "HGMMA.64x32x16.F32.BF16"},
+      {"wgmma_n64", "HGMMA.64x64x16.F32.BF16"},
+      {"wgmma_n128", "HGMMA.64x128x16.F32.BF16"},
       {"wgmma_n256", "HGMMA.64x256x16.F32.BF16"},
-      {"wgmma_steps_n16", "HGMMA.64x16x16.F32.BF16"},  {"wgmma_two_groups", "HGMMA.64x16x16.F32.BF16"},
+      {"wgmma_steps_n16", "HGMMA.64x16x16.F32.BF16"},
+      {"wgmma_two_groups", "HGMMA.64x16x16.F32.BF16"},
       {"wgmma_read_early", "HGMMA.64x16x16.F32.BF16"},
   };
   for (const auto& [kernel, opcode] : expected) {

@@ -1,0 +1,191 @@
+// mbarrier (sm_80+, transaction counts sm_90) and fence.proxy.async: the synchronization of
+// Hopper's asynchronous pipelines, where a TMA copy completes bytes on a barrier that consumers
+// wait on by phase parity. Inline PTX on a GPU, and on the host an emulation of the PTX ISA's
+// semantics (Note [mbarrier semantics]).
+//
+// Note [mbarrier semantics] (PTX ISA 9.7.13.15, "Parallel Synchronization and Communication
+// Instructions: mbarrier": its phases, pending arrival count, tx-count and phase completion):
+// - init(count) starts phase 0 expecting `count` arrivals and a tx-count of 0.
+// - arrive counts one arrival; arrive.expect_tx(b) first adds b to the tx-count; complete_tx(b)
+//   (what an asynchronous copy does as its bytes land) subtracts b. The tx-count may go below zero
+//   in between (bytes landing before they are expected).
+// - The current phase completes when its pending arrivals reach 0 and its tx-count is 0; the
+//   next phase starts expecting `count` arrivals again.
+// - try_wait.parity(P) is true when the phase of parity P has completed, that is when the
+//   current phase's parity is not P: waiting on parity 0 waits for phase 0, then parity 1 for
+//   phase 1, and so on.
+// The emulation keeps the state in the barrier's own 8 bytes (opaque on a GPU): bits 0-19 the
+// pending arrivals, 20-39 the expected count, 40-60 the tx-count (21-bit two's complement), 61
+// the phase parity, 62-63 a marker (binary 10) that poisoned shared memory (all ones) lacks, so
+// using a barrier before its init is an error. So are more arrivals than a phase expects, counts
+// out of range, and a wait that cannot complete because every other thread waits too (a
+// deadlock, reported after kDeadlockPolls polls without any barrier changing).
+#pragma once
+#include "dg_config.cuh"
+#include "dg_types.cuh"
+
+#if defined(DG_HOST_EMULATION)
+namespace dg::emu {
+
+struct MbarrierState {
+  int64_t pending, expected, tx;
+  unsigned phase;
+};
+
+constexpr dg_u64 kMbarrierMarker = dg_u64{2} << 62;
+constexpr int64_t kMbarrierMaxCount = (int64_t{1} << 20) - 1;
+
+inline MbarrierState mbarrier_load(const dg_u64* bar) {
+  if (!in_smem(*t_emu.block, bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
+    fail(where() + ": an mbarrier must be 8 aligned bytes of shared memory");
+  const dg_u64 v = *bar;
+  if ((v >> 62) != 2) fail(where() + ": mbarrier used before mbarrier.init");
+  int64_t tx = static_cast<int64_t>((v >> 40) & 0x1fffff);
+  if (tx >= (int64_t{1} << 20)) tx -= int64_t{1} << 21;
+  return {static_cast<int64_t>(v & 0xfffff), static_cast<int64_t>((v >> 20) & 0xfffff), tx,
+          static_cast<unsigned>((v >> 61) & 1)};
+}
+
+// Stores `s`, completing the phase when nothing is pending (Note [mbarrier semantics]).
+inline void mbarrier_store(dg_u64* bar, MbarrierState s) {
+  if (s.pending < 0) fail(where() + ": more mbarrier arrivals than the phase expects");
+  if (s.tx > kMbarrierMaxCount || s.tx < -kMbarrierMaxCount)
+    fail(where() + ": mbarrier tx-count out of range");
+  if (s.pending == 0 && s.tx == 0) {
+    s.phase ^= 1u;
+    s.pending = s.expected;
+  }
+  *bar = kMbarrierMarker | (dg_u64{s.phase} << 61) |
+         ((static_cast<dg_u64>(s.tx) & 0x1fffff) << 40) | (static_cast<dg_u64>(s.expected) << 20) |
+         static_cast<dg_u64>(s.pending);
+  ++t_emu.block->mbarrier_changes;
+}
+
+inline void mbarrier_init(dg_u64* bar, unsigned count) {
+  if (count < 1 || count > kMbarrierMaxCount) fail(where() + ": mbarrier.init count out of range");
+  if (!in_smem(*t_emu.block, bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
+    fail(where() + ": an mbarrier must be 8 aligned bytes of shared memory");
+  *bar = kMbarrierMarker | (dg_u64{count} << 20) | count;
+  ++t_emu.block->mbarrier_changes;
+}
+
+inline void mbarrier_update(dg_u64* bar, int64_t arrivals, int64_t tx_added) {
+  MbarrierState s = mbarrier_load(bar);
+  s.tx += tx_added;
+  s.pending -= arrivals;
+  mbarrier_store(bar, s);
+  maybe_yield();
+}
+
+// Note [mbarrier semantics]: a wait that sees no barrier of the block change over this many polls
+// (each one a yield to every other ready thread) cannot complete.
+constexpr uint64_t kDeadlockPolls = uint64_t{1} << 16;
+
+inline void mbarrier_wait(dg_u64* bar, unsigned parity) {
+  uint64_t seen = t_emu.block->mbarrier_changes, idle = 0;
+  while (mbarrier_load(bar).phase == (parity & 1u)) {
+    yield_now();
+    const uint64_t now = t_emu.block->mbarrier_changes;
+    idle = now == seen ? idle + 1 : 0;
+    seen = now;
+    if (idle > kDeadlockPolls)
+      fail(where() + ": mbarrier wait on a phase that never completes (every thread waits)");
+  }
+}
+
+}  // namespace dg::emu
+#endif  // DG_HOST_EMULATION
+
+#if defined(DG_HAS_DEVICE)
+
+// mbarrier.init.shared::cta.b64: phase 0 expects `count` arrivals. Make the init visible to the
+// other threads (a __syncthreads) before they use the barrier.
+DG_DEVICE void dg_mbarrier_init(dg_u64* bar, unsigned count) {
+#if defined(DG_ON_GPU)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(bar))),
+               "r"(count)
+               : "memory");
+#else
+  ::dg::emu::mbarrier_init(bar, count);
+#endif
+}
+
+// mbarrier.arrive: one arrival on the current phase.
+DG_DEVICE void dg_mbarrier_arrive(dg_u64* bar) {
+#if defined(DG_ON_GPU)
+  asm volatile(
+      "{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+          static_cast<unsigned>(__cvta_generic_to_shared(bar)))
+      : "memory");
+#else
+  ::dg::emu::mbarrier_update(bar, 1, 0);
+#endif
+}
+
+#if defined(DG_HOST_EMULATION) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+
+// mbarrier.arrive.expect_tx: `bytes` more expected on the current phase, then one arrival.
+DG_DEVICE void dg_mbarrier_arrive_expect_tx(dg_u64* bar, unsigned bytes) {
+#if defined(DG_ON_GPU)
+  asm volatile(
+      "{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
+          static_cast<unsigned>(__cvta_generic_to_shared(bar))),
+      "r"(bytes)
+      : "memory");
+#else
+  ::dg::emu::mbarrier_update(bar, 1, bytes);
+#endif
+}
+
+// mbarrier.complete_tx: `bytes` of the current phase have landed (what a TMA copy does itself).
+DG_DEVICE void dg_mbarrier_complete_tx(dg_u64* bar, unsigned bytes) {
+#if defined(DG_ON_GPU)
+  asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(bar))),
+               "r"(bytes)
+               : "memory");
+#else
+  ::dg::emu::mbarrier_update(bar, 0, -static_cast<int64_t>(bytes));
+#endif
+}
+
+// mbarrier.try_wait.parity: whether the phase of parity `parity` has completed.
+DG_DEVICE bool dg_mbarrier_try_wait_parity(dg_u64* bar, unsigned parity) {
+#if defined(DG_ON_GPU)
+  unsigned done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, "
+      "0, p;\n}\n"
+      : "=r"(done)
+      : "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  const bool done = ::dg::emu::mbarrier_load(bar).phase != (parity & 1u);
+  if (!done) ::dg::emu::yield_now();  // a polling loop lets the others run
+  return done;
+#endif
+}
+
+// Blocks until the phase of parity `parity` has completed.
+DG_DEVICE void dg_mbarrier_wait_parity(dg_u64* bar, unsigned parity) {
+#if defined(DG_ON_GPU)
+  while (!dg_mbarrier_try_wait_parity(bar, parity)) {
+  }
+#else
+  ::dg::emu::mbarrier_wait(bar, parity);
+#endif
+}
+
+// fence.proxy.async.shared::cta: this thread's shared-memory writes through ordinary stores are
+// ordered before later reads by the async proxy (wgmma operands, TMA stores). The emulation has a
+// single proxy, so it orders nothing there.
+DG_DEVICE void dg_fence_proxy_async() {
+#if defined(DG_ON_GPU)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+#endif  // sm_90 or emulation
+#endif  // DG_HAS_DEVICE
