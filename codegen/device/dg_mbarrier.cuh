@@ -69,12 +69,23 @@ inline void mbarrier_init(dg_u64* bar, unsigned count) {
   ++t_emu.block->mbarrier_changes;
 }
 
-inline void mbarrier_update(dg_u64* bar, int64_t arrivals, int64_t tx_added) {
+inline void mbarrier_apply(dg_u64* bar, int64_t arrivals, int64_t tx_added) {
   MbarrierState s = mbarrier_load(bar);
   s.tx += tx_added;
   s.pending -= arrivals;
   mbarrier_store(bar, s);
+}
+
+inline void mbarrier_update(dg_u64* bar, int64_t arrivals, int64_t tx_added) {
+  mbarrier_apply(bar, arrivals, tx_added);
   maybe_yield();
+}
+
+// The phase parity after landing the TMA copies that complete on `bar` (Note [TMA box copies]).
+inline unsigned mbarrier_phase(dg_u64* bar) {
+  if (t_emu.block->land_bulk != nullptr && !t_emu.block->bulk_pending.empty())
+    t_emu.block->land_bulk(bar);
+  return mbarrier_load(bar).phase;
 }
 
 // Note [mbarrier semantics]: a wait that sees no barrier of the block change over this many polls
@@ -83,7 +94,7 @@ constexpr uint64_t kDeadlockPolls = uint64_t{1} << 16;
 
 inline void mbarrier_wait(dg_u64* bar, unsigned parity) {
   uint64_t seen = t_emu.block->mbarrier_changes, idle = 0;
-  while (mbarrier_load(bar).phase == (parity & 1u)) {
+  while (mbarrier_phase(bar) == (parity & 1u)) {
     yield_now();
     const uint64_t now = t_emu.block->mbarrier_changes;
     idle = now == seen ? idle + 1 : 0;
@@ -111,13 +122,20 @@ DG_DEVICE void dg_mbarrier_init(dg_u64* bar, unsigned count) {
 #endif
 }
 
+// fence.mbarrier_init.release.cluster: the inits before it are visible to the async proxy (TMA
+// completing bytes on them); a __syncthreads after it makes them visible to the other threads.
+DG_DEVICE void dg_fence_barrier_init() {
+#if defined(DG_ON_GPU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
 // mbarrier.arrive: one arrival on the current phase.
 DG_DEVICE void dg_mbarrier_arrive(dg_u64* bar) {
 #if defined(DG_ON_GPU)
-  asm volatile(
-      "{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
-          static_cast<unsigned>(__cvta_generic_to_shared(bar)))
-      : "memory");
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(bar)))
+               : "memory");
 #else
   ::dg::emu::mbarrier_update(bar, 1, 0);
 #endif
@@ -162,7 +180,7 @@ DG_DEVICE bool dg_mbarrier_try_wait_parity(dg_u64* bar, unsigned parity) {
       : "memory");
   return done != 0;
 #else
-  const bool done = ::dg::emu::mbarrier_load(bar).phase != (parity & 1u);
+  const bool done = ::dg::emu::mbarrier_phase(bar) != (parity & 1u);
   if (!done) ::dg::emu::yield_now();  // a polling loop lets the others run
   return done;
 #endif

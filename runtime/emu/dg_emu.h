@@ -28,6 +28,7 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__  // each emulated thread gets its own copy of every parameter anyway
 // __restrict__ is a GCC and Clang keyword already.
 
 // Note [Shared memory as thread_local]: `__shared__ T x[N];` becomes `static thread_local T x[N];`.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,10 @@ struct Block {
   uint64_t rng = 0;                     // the block's random stream (Note [Adversarial emulation])
   uint64_t step = 0;                    // scheduler steps so far
   uint64_t mbarrier_changes = 0;        // mbarrier updates so far (Note [mbarrier semantics])
+  // TMA box copies issued and not landed (Note [TMA box copies] in dg_tma.cuh), and the function
+  // that lands those of one barrier, which waits on it call.
+  std::vector<std::shared_ptr<void>> bulk_pending;
+  void (*land_bulk)(const void* bar) = nullptr;
   std::vector<std::vector<AsyncLanding>> landings;  // a timer wheel indexed by step
   unsigned char* static_smem = nullptr;             // this worker's static __shared__ variables
   size_t static_smem_bytes = 0;                     // (Note [Poisoned shared memory])

@@ -141,6 +141,7 @@ inline bool run_block(Block& b) {
     w.mma_group_ends.clear();
     w.mma_fenced = false;
   }
+  b.bulk_pending.clear();
   for (Thread& t : b.threads) {
     t.started = false;
     t.async_copies.clear();
@@ -173,6 +174,8 @@ inline bool run_block(Block& b) {
     if (!b.error.empty()) break;
   }
   if (b.error.empty() && b.n_exited != b.n_threads) b.error = deadlock_message(b);
+  if (b.error.empty() && !b.bulk_pending.empty())
+    b.error = "block ended with a TMA copy whose mbarrier no thread waited on";
   if (b.error.empty()) return true;
   // Abandon the parked fibers; their stacks go back to the free list.
   for (Thread& t : b.threads) {

@@ -55,8 +55,9 @@ TEST(EmuMbarrier, ProducerConsumerRingPassesEveryItem) {
 TEST(EmuMbarrier, MisuseIsAnError) {
   int out = 0;
   int* po = &out;
-  EXPECT_NE(launch(mbarrier_module(), "use_before_init", grid1d(1, 1), po).find("before mbarrier.init"),
-            std::string::npos);
+  EXPECT_NE(
+      launch(mbarrier_module(), "use_before_init", grid1d(1, 1), po).find("before mbarrier.init"),
+      std::string::npos);
   EXPECT_NE(launch(mbarrier_module(), "too_many_arrivals", grid1d(1, 32), po)
                 .find("more mbarrier arrivals than the phase expects"),
             std::string::npos);

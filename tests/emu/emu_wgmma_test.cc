@@ -18,20 +18,11 @@
 #include "codegen/device/dg_wgmma.cuh"
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/emu_test_util.h"
+#include "tests/emu/isa_swizzle_tables.h"
 #include "tests/emu/wgmma_kernels.h"
 
 namespace dg::emu::testing {
 namespace {
-
-// The K-major swizzle atoms as the ISA's figures draw them: row r (of 8) of the atom stores its
-// logical 16-byte chunk c at physical chunk kSwizzleS[r][c].
-constexpr int kSwizzle128[8][8] = {{0, 1, 2, 3, 4, 5, 6, 7}, {1, 0, 3, 2, 5, 4, 7, 6},
-                                   {2, 3, 0, 1, 6, 7, 4, 5}, {3, 2, 1, 0, 7, 6, 5, 4},
-                                   {4, 5, 6, 7, 0, 1, 2, 3}, {5, 4, 7, 6, 1, 0, 3, 2},
-                                   {6, 7, 4, 5, 2, 3, 0, 1}, {7, 6, 5, 4, 3, 2, 1, 0}};
-constexpr int kSwizzle64[8][4] = {{0, 1, 2, 3}, {0, 1, 2, 3}, {1, 0, 3, 2}, {1, 0, 3, 2},
-                                  {2, 3, 0, 1}, {2, 3, 0, 1}, {3, 2, 1, 0}, {3, 2, 1, 0}};
-constexpr int kSwizzle32[8][2] = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {1, 0}, {1, 0}, {1, 0}, {1, 0}};
 
 // Bytes per atom row (the swizzle's width; 16 without swizzle: a core matrix row).
 int atom_row_bytes(int swizzle) {
@@ -294,33 +285,20 @@ TEST(EmuWgmma, WaitGroupRetiresAllButTheNewestGroups) {
   EXPECT_EQ(mismatches(o, last, ref, &why), 0) << why;
 }
 
-// Restores an environment variable on scope exit.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 TEST(EmuWgmma, OperandsAreReadAtRetirementOrAtIssue) {
   const Operands o = make_operands(16, 16, kDgSwizzleNone, 5);
   const std::vector<double> ref = reference(o, nullptr);
   std::string why;
   {
-    ScopedEnv mode("DYNGEN_EMU_ASYNC", "wait");  // zeroed before the wait: reads zeros
+    const ScopedEnv mode({{std::string("DYNGEN_EMU_ASYNC"),
+                           std::string("wait")}});  // zeroed before the wait: reads zeros
     std::vector<float> out(128u * 8, 1.0f);
     ASSERT_EQ(run_probe(wgmma_module(), "wgmma_overwrite_before_wait", o, &out), "");
     for (float x : out) ASSERT_EQ(x, 0.0f);
   }
   {
-    ScopedEnv mode("DYNGEN_EMU_ASYNC", "issue");  // read at issue: the product
+    const ScopedEnv mode(
+        {{std::string("DYNGEN_EMU_ASYNC"), std::string("issue")}});  // read at issue: the product
     std::vector<float> out(128u * 8, 1.0f);
     ASSERT_EQ(run_probe(wgmma_module(), "wgmma_overwrite_before_wait", o, &out), "");
     EXPECT_EQ(mismatches(o, out, ref, &why), 0) << why;

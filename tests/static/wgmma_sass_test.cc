@@ -4,34 +4,46 @@
 // warpgroup fence (WARPGROUP.ARRIVE) before their MMAs; no GPU needed.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "runtime/compiler.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
 #include "runtime/sass_stats.h"
 #include "runtime/sass_tools.h"
+#include "tests/emu/tma_kernels.h"
 #include "tests/emu/wgmma_kernels.h"
 
 namespace dg {
 namespace {
 
-TEST(WgmmaSass, KernelsIssueHgmmaOnSm90a) {
+// `source` compiled for sm_90a as every device compile is, with no kernel spilling; its SASS by
+// kernel (empty after a failed expectation).
+std::map<std::string, std::string> sm90a_sass(const std::string& source) {
   std::string why;
   const std::string tool = find_cuobjdump(&why);
-  ASSERT_FALSE(tool.empty()) << why << "\nscripts/setup.sh installs cuobjdump and nvdisasm.";
+  EXPECT_FALSE(tool.empty()) << why << "\nscripts/setup.sh installs cuobjdump and nvdisasm.";
   std::vector<CudaHeader> headers;
   for (const EmbeddedFile& f : device_headers())
     headers.push_back({std::string(f.name), std::string(f.content)});
-  auto compiled =
-      nvrtc_compile(emu::testing::wgmma_kernels(), headers, device_compile_options("sm_90a"));
-  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  auto compiled = nvrtc_compile(source, headers, device_compile_options("sm_90a"));
+  EXPECT_TRUE(compiled.ok()) << compiled.message();
+  if (tool.empty() || !compiled.ok()) return {};
   for (const KernelResources& r : parse_ptxas_log(compiled->log)) {
     EXPECT_EQ(r.spill_store_bytes, 0) << r.name;
     EXPECT_EQ(r.spill_load_bytes, 0) << r.name;
   }
   std::string error;
   auto sass = sass_by_function(tool, compiled->binary, &error);
-  ASSERT_FALSE(sass.empty()) << error;
+  EXPECT_FALSE(sass.empty()) << error;
+  return sass;
+}
+
+TEST(WgmmaSass, KernelsIssueHgmmaOnSm90a) {
+  auto sass = sm90a_sass(emu::testing::wgmma_kernels());
+  ASSERT_FALSE(sass.empty());
   const std::pair<const char*, const char*> expected[] = {
       {"wgmma_n16", "HGMMA.64x16x16.F32.BF16"},
       {"wgmma_n32", "HGMMA.64x32x16.F32.BF16"},
@@ -60,6 +72,23 @@ TEST(WgmmaSass, KernelsIssueHgmmaOnSm90a) {
     EXPECT_GE(hgmma, 1);
     EXPECT_GE(arrive, 1) << "no wgmma.fence (WARPGROUP.ARRIVE) before the MMAs";
     EXPECT_GT(s.mma, 0) << "the SASS reader does not count HGMMA as an MMA";
+  }
+}
+
+// The TMA kernels compile for sm_90a; the box copies are UTMALDG, and the kernel that feeds
+// wgmma from them issues HGMMA too.
+TEST(WgmmaSass, TmaKernelsIssueUtmaldg) {
+  auto sass = sm90a_sass(emu::testing::kTmaKernels);
+  ASSERT_FALSE(sass.empty());
+  for (const char* kernel : {"tma_box", "tma_then_wgmma"}) {
+    ASSERT_TRUE(sass.count(kernel)) << kernel;
+    int utmaldg = 0, hgmma = 0;
+    for (const SassInstruction& i : analyze_sass(sass[kernel]).instructions) {
+      utmaldg += i.opcode.rfind("UTMALDG", 0) == 0;
+      hgmma += i.opcode.rfind("HGMMA.64x16x16.F32.BF16", 0) == 0;
+    }
+    EXPECT_GE(utmaldg, 1) << kernel;
+    if (std::string(kernel) == "tma_then_wgmma") EXPECT_EQ(hgmma, 4) << kernel;
   }
 }
 
