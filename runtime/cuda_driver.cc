@@ -124,6 +124,8 @@ void CudaDriver::load(const std::string& library_path) {
     bind(handle_, "cuGetErrorName", &a.cuGetErrorName, &missing);
     bind(handle_, "cuStreamSynchronize", &a.cuStreamSynchronize, &missing);
     bind(handle_, "cuMemcpyHtoDAsync_v2", &a.cuMemcpyHtoDAsync_v2, &missing);
+    std::string optional;
+    bind(handle_, "cuTensorMapEncodeTiled", &a.cuTensorMapEncodeTiled, &optional);
     if (!missing.empty()) {
       reason_ = library_path + " lacks " + missing + " (driver too old?)";
       return;

@@ -73,6 +73,13 @@ struct DriverApi {
   Result (*cuStreamSynchronize)(Stream stream) = nullptr;
   Result (*cuMemcpyHtoDAsync_v2)(DevicePtr dst, const void* src, size_t bytes,
                                  Stream stream) = nullptr;  // cuda.h's name for cuMemcpyHtoDAsync
+  // Optional (null where the driver lacks it): TMA kernels need it, the rest do not. Arguments
+  // as cuda.h declares them, enums as int.
+  Result (*cuTensorMapEncodeTiled)(void* tensor_map, int data_type, unsigned rank, void* address,
+                                   const unsigned long long* dims,
+                                   const unsigned long long* strides, const unsigned* box,
+                                   const unsigned* element_strides, int interleave, int swizzle,
+                                   int l2_promotion, int oob_fill) = nullptr;
 };
 
 }  // namespace cu

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/device/dg_tma.cuh"
 #include "runtime/emu/dg_emu_abi.h"
 #include "tests/driver_double/ptx_entries.h"
 
@@ -36,7 +37,7 @@ using dg::driver_double::PtxImage;
 constexpr int kOk = 0, kInvalidValue = 1, kNotInitialized = 3, kNoDevice = 100,
               kInvalidDevice = 101, kInvalidImage = 200, kInvalidContext = 201,
               kNoBinaryForGpu = 209, kInvalidHandle = 400, kNotFound = 500, kIllegalAddress = 700,
-              kLaunchFailed = 719;
+              kLaunchFailed = 719, kNotSupported = 801;
 constexpr size_t kMaxParamBytes = 32764;  // Volta and newer, CUDA 12.1+
 
 struct Context {
@@ -415,6 +416,41 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t bytes, 
   if (int r = need_context("cuMemcpyHtoDAsync", &ctx)) return r;
   if (!dst || !src) return refuse(kInvalidValue, "null pointer");
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);  // device memory is host memory
+  return kOk;
+}
+
+// cuTensorMapEncodeTiled: the argument rules the CUDA driver API documents (dg_tensor_map_check,
+// Note [TMA box copies] in codegen/device/dg_tma.cuh), then the emulation's own map, which the
+// kernels the double runs read. What the emulation lacks (interleave, rank other than 2, NaN fill,
+// the 128-byte-atom swizzles) is refused as not supported rather than encoded wrongly.
+int cuTensorMapEncodeTiled(void* tensor_map, int data_type, unsigned rank, void* address,
+                           const unsigned long long* dims, const unsigned long long* strides,
+                           const unsigned* box, const unsigned* element_strides, int interleave,
+                           int swizzle, int l2_promotion, int oob_fill) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  record("cuTensorMapEncodeTiled rank=" + std::to_string(rank) +
+         " swizzle=" + std::to_string(swizzle));
+  // CU_TENSOR_MAP_DATA_TYPE_UINT8 .. _TFLOAT32_FTZ (0..12): bytes per element.
+  constexpr int kBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (!tensor_map || reinterpret_cast<uintptr_t>(tensor_map) % 64 != 0)
+    return refuse(kInvalidValue, "tensorMap must be 64-byte aligned");
+  if (!dims || !box || !element_strides || (rank > 1 && !strides))
+    return refuse(kInvalidValue, "null argument");
+  if (data_type < 0 || data_type > 12) return refuse(kInvalidValue, "unknown tensorDataType");
+  if (l2_promotion < 0 || l2_promotion > 3) return refuse(kInvalidValue, "unknown l2Promotion");
+  if (swizzle < 0 || swizzle > 3) return refuse(kNotSupported, "swizzle mode not emulated");
+  if (interleave != 0) return refuse(kNotSupported, "interleaved layouts are not emulated");
+  if (oob_fill != 0) return refuse(kNotSupported, "NaN out-of-bounds fill is not emulated");
+  if (rank != 2) return refuse(kNotSupported, "emulated tensor maps are 2-D");
+  // CU_TENSOR_MAP_SWIZZLE_NONE, _32B, _64B, _128B -> the wgmma descriptor's codes.
+  constexpr int kSwizzle[] = {kDgSwizzleNone, kDgSwizzle32B, kDgSwizzle64B, kDgSwizzle128B};
+  const dg_u64 d[2] = {dims[0], dims[1]};
+  const dg_u32 b[2] = {box[0], box[1]};
+  const char* error = dg_tensor_map_check(2, kBytes[data_type], address, d, strides, b,
+                                          element_strides, kSwizzle[swizzle]);
+  if (error) return refuse(kInvalidValue, error);
+  dg_tensor_map_encode(static_cast<DgTensorMap*>(tensor_map), kBytes[data_type], address, d,
+                       strides[0], b, kSwizzle[swizzle]);
   return kOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "codegen/device/dg_tma.cuh"
 #include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/host_run.h"
@@ -23,6 +24,40 @@ void expect_matches_reference(const Graph& g, const Executable& exe, int64_t s, 
   ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
   for (const OutputCheck& c : checks.value())
     EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
+}
+
+// The double's cuTensorMapEncodeTiled applies the driver's documented rules and encodes the map
+// the emulated TMA copy reads (Note [TMA box copies]).
+TEST(DriverDouble, TensorMapEncodingChecksTheDocumentedRules) {
+  const CudaDriver& d = CudaDriver::instance();
+  ASSERT_TRUE(d.available()) << d.unavailable_reason();
+  auto encode = d.api().cuTensorMapEncodeTiled;
+  ASSERT_NE(encode, nullptr);
+  alignas(16) static unsigned char data[64 * 80];
+  alignas(64) DgTensorMap map{};
+  const unsigned long long dims[2] = {40, 64}, strides[1] = {80};
+  const unsigned box[2] = {16, 8}, ones[2] = {1, 1};
+  constexpr int kBf16 = 9, kSwizzle32B = 1;  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, _SWIZZLE_32B
+  EXPECT_EQ(encode(&map, kBf16, 2, data, dims, strides, box, ones, 0, kSwizzle32B, 0, 0), 0);
+  EXPECT_EQ(map.words[0], kDgTensorMapMagic);
+  EXPECT_EQ(map.words[3], 40u);
+  EXPECT_EQ(map.words[5], 80u);
+  const unsigned long long odd_stride[1] = {72};
+  const unsigned big_box[2] = {16, 300};
+  EXPECT_EQ(encode(&map, kBf16, 2, data + 8, dims, strides, box, ones, 0, 0, 0, 0), 1);
+  EXPECT_EQ(encode(&map, kBf16, 2, data, dims, odd_stride, box, ones, 0, 0, 0, 0), 1);
+  EXPECT_EQ(encode(&map, kBf16, 2, data, dims, strides, big_box, ones, 0, 0, 0, 0), 1);
+  EXPECT_EQ(encode(reinterpret_cast<char*>(&map) + 16, kBf16, 2, data, dims, strides, box, ones, 0,
+                   0, 0, 0),
+            1);
+  const std::string calls = the_double().calls();
+  EXPECT_NE(calls.find("16-byte aligned"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("multiples of 16"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("boxDim"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("tensorMap must be 64-byte aligned"), std::string::npos) << calls;
+  // What the emulation lacks is refused as not supported (CUDA_ERROR_NOT_SUPPORTED).
+  EXPECT_EQ(encode(&map, kBf16, 2, data, dims, strides, box, ones, 1, 0, 0, 0), 801);
+  EXPECT_EQ(encode(&map, kBf16, 3, data, dims, strides, box, ones, 0, 0, 0, 0), 801);
 }
 
 TEST(DriverDouble, IsTheDriverTheRuntimeOpened) {

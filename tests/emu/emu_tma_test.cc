@@ -45,7 +45,9 @@ TEST(EmuTma, EncodingChecksTheDriverRules) {
   EXPECT_EQ(rule(2, 2, data, 40, 80, 16, 8, 1, kDgSwizzle32B), "");
 }
 
-std::vector<dg_bf16> tensor(int rows, int cols, uint32_t seed) { return random_bf16(rows * cols, seed); }
+std::vector<dg_bf16> tensor(int rows, int cols, uint32_t seed) {
+  return random_bf16(rows * cols, seed);
+}
 
 struct BoxRun {
   std::vector<unsigned char> early, out;
@@ -60,7 +62,8 @@ BoxRun run_box(const DgTensorMap& map, int x, int y, unsigned offset, unsigned b
   DgTensorMap m = map;
   unsigned char* pe = r.early.data();
   unsigned char* po = r.out.data();
-  r.error = launch(tma_module(), "tma_box", grid1d(1, 32, smem), m, x, y, offset, box_bytes, pe, po);
+  r.error =
+      launch(tma_module(), "tma_box", grid1d(1, 32, smem), m, x, y, offset, box_bytes, pe, po);
   return r;
 }
 
@@ -68,8 +71,10 @@ TEST(EmuTma, BoxesOverTheEdgesAreFilledWithZeros) {
   const int rows = 37, cols = 40;
   const std::vector<dg_bf16> t = tensor(rows, cols, 1);
   DgTensorMap map;
-  ASSERT_EQ(dg_tensor_map_encode(&map, 2, t.data(), {40, 37}, 80, {16, 8}, kDgSwizzleNone), nullptr);
-  for (const auto& [x, y] : std::vector<std::pair<int, int>>{{0, 0}, {32, 32}, {-8, -3}, {48, 40}, {24, 30}}) {
+  ASSERT_EQ(dg_tensor_map_encode(&map, 2, t.data(), {40, 37}, 80, {16, 8}, kDgSwizzleNone),
+            nullptr);
+  for (const auto& [x, y] :
+       std::vector<std::pair<int, int>>{{0, 0}, {32, 32}, {-8, -3}, {48, 40}, {24, 30}}) {
     SCOPED_TRACE(std::to_string(x) + "," + std::to_string(y));
     const BoxRun r = run_box(map, x, y, 128, 16 * 8 * 2, 1024);
     ASSERT_EQ(r.error, "");
@@ -110,12 +115,15 @@ TEST(EmuTma, SwizzledBoxIsLaidOutAsTheIsaAtoms) {
   const int rows = 16, cols = 64;  // two 8-row atoms of 128-byte rows
   const std::vector<dg_bf16> t = tensor(rows, cols, 3);
   DgTensorMap map;
-  ASSERT_EQ(dg_tensor_map_encode(&map, 2, t.data(), {64, 16}, 128, {64, 16}, kDgSwizzle128B), nullptr);
+  ASSERT_EQ(dg_tensor_map_encode(&map, 2, t.data(), {64, 16}, 128, {64, 16}, kDgSwizzle128B),
+            nullptr);
   const BoxRun r = run_box(map, 0, 0, 1024, rows * cols * 2, 4096);
   ASSERT_EQ(r.error, "");
   for (int row = 0; row < rows; ++row)
     for (int c = 0; c < 8; ++c)  // 16-byte chunk c of the row at the figure's physical chunk
-      ASSERT_EQ(std::memcmp(&r.out[row * 128 + 16 * kSwizzle128[row % 8][c]], &t[row * cols + 8 * c], 16), 0)
+      ASSERT_EQ(
+          std::memcmp(&r.out[row * 128 + 16 * kSwizzle128[row % 8][c]], &t[row * cols + 8 * c], 16),
+          0)
           << "row " << row << " chunk " << c;
   // A destination off a 1024-byte boundary is refused for the 128-byte swizzle.
   EXPECT_NE(run_box(map, 0, 0, 128, rows * cols * 2, 4096).error.find("1024"), std::string::npos);
@@ -124,8 +132,10 @@ TEST(EmuTma, SwizzledBoxIsLaidOutAsTheIsaAtoms) {
 TEST(EmuTma, SwizzledBoxesFeedWgmma) {
   const std::vector<dg_bf16> a = tensor(64, 64, 4), b = tensor(16, 64, 5);
   DgTensorMap am, bm;
-  ASSERT_EQ(dg_tensor_map_encode(&am, 2, a.data(), {64, 64}, 128, {64, 64}, kDgSwizzle128B), nullptr);
-  ASSERT_EQ(dg_tensor_map_encode(&bm, 2, b.data(), {64, 16}, 128, {64, 16}, kDgSwizzle128B), nullptr);
+  ASSERT_EQ(dg_tensor_map_encode(&am, 2, a.data(), {64, 64}, 128, {64, 64}, kDgSwizzle128B),
+            nullptr);
+  ASSERT_EQ(dg_tensor_map_encode(&bm, 2, b.data(), {64, 16}, 128, {64, 16}, kDgSwizzle128B),
+            nullptr);
   std::vector<float> out(128 * 8);
   float* po = out.data();
   ASSERT_EQ(launch(tma_module(), "tma_then_wgmma", grid1d(1, 128, 8192 + 2048), am, bm, po), "");
