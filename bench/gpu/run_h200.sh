@@ -25,6 +25,8 @@
 # If neither works, dyngen runs with its reference executor (PyTorch ops) and every figure says so.
 #
 # Phases and limits (seconds; override with the variables):
+#   probes     LIMIT_PROBES=90     tests/gpu/probe_test.cc: ldmatrix, mma, bf16, wgmma and TMA on
+#                                  the device against their emulation twins, bit for bit
 #   setup      LIMIT_SETUP=60      venv + wheels + import check
 #   library    LIMIT_LIB=150       libdyngen.so: carried, or built
 #   numerics   LIMIT_NUMERICS=75   bench/gpu/check_numerics.py: dyngen vs eager, 22 token counts,
@@ -166,10 +168,23 @@ else
   EXECUTOR=reference
 fi
 
+# ---- probes: each twin-covered primitive on the device against its emulation, bit for bit --------
+# (Note [GPU probes] in tests/gpu/probe_test.cc): ldmatrix, mma.sync, bf16 conversion, wgmma's
+# accumulator layout and swizzled operands, the TMA box. First, because a mismatch here means the
+# emulated tests upstream of every other phase are wrong about the hardware. Needs g++ for the
+# emulation side.
+LIMIT_PROBES="${LIMIT_PROBES:-90}"
+if [ -x build/tests/gpu/gpu_tests ]; then
+  phase probes "$LIMIT_PROBES" build/tests/gpu/gpu_tests --gtest_filter='GpuProbe.*' \
+    --gtest_output="json:$OUT/probes.json"
+else
+  echo "=== phase probes skipped: build/tests/gpu/gpu_tests was not carried"
+fi
+
 # ---- ctest -L gpu: the codegen catalog and the seed numerics through CudaModule --------------------
 LIMIT_GPU_TESTS="${LIMIT_GPU_TESTS:-120}"
 if [ -x build/tests/gpu/gpu_tests ]; then
-  phase gpu-tests "$LIMIT_GPU_TESTS" build/tests/gpu/gpu_tests \
+  phase gpu-tests "$LIMIT_GPU_TESTS" build/tests/gpu/gpu_tests --gtest_filter='-GpuProbe.*' \
     --gtest_output="json:$OUT/gpu_tests.json"
 else
   echo "=== phase gpu-tests skipped: build/tests/gpu/gpu_tests was not carried"

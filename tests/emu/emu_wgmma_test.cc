@@ -18,55 +18,11 @@
 #include "codegen/device/dg_wgmma.cuh"
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/emu_test_util.h"
-#include "tests/emu/isa_swizzle_tables.h"
+#include "tests/emu/wgmma_images.h"
 #include "tests/emu/wgmma_kernels.h"
 
 namespace dg::emu::testing {
 namespace {
-
-// Bytes per atom row (the swizzle's width; 16 without swizzle: a core matrix row).
-int atom_row_bytes(int swizzle) {
-  switch (swizzle) {
-    case kDgSwizzle128B:
-      return 128;
-    case kDgSwizzle64B:
-      return 64;
-    case kDgSwizzle32B:
-      return 32;
-  }
-  return 16;
-}
-
-int physical_chunk(int swizzle, int r, int c) {
-  switch (swizzle) {
-    case kDgSwizzle128B:
-      return kSwizzle128[r % 8][c];
-    case kDgSwizzle64B:
-      return kSwizzle64[r % 8][c];
-    case kDgSwizzle32B:
-      return kSwizzle32[r % 8][c];
-  }
-  return c;
-}
-
-// Where element (r, k) of a K-major operand at `base` lies, per the ISA's layouts: atoms of 8
-// rows SBO apart; without swizzle, core matrices along K LBO apart; with one, k within the
-// atom's row (k < S / 2).
-uint32_t element_address(int swizzle, uint32_t base, uint32_t lbo, uint32_t sbo, int r, int k) {
-  const uint32_t atoms = static_cast<uint32_t>(r / 8) * sbo;
-  const uint32_t within = static_cast<uint32_t>(k % 8) * 2;
-  if (swizzle == kDgSwizzleNone)
-    return base + atoms + static_cast<uint32_t>(k / 8) * lbo + static_cast<uint32_t>(r % 8) * 16 +
-           within;
-  const int row_bytes = atom_row_bytes(swizzle);
-  EXPECT_LT(k, row_bytes / 2);
-  return base + atoms + static_cast<uint32_t>((r % 8) * row_bytes) +
-         16u * static_cast<uint32_t>(physical_chunk(swizzle, r, k / 8)) + within;
-}
-
-// The ISA's accumulator figure for .m64nNk16, f32: thread T's d[i].
-int acc_row(int T, int i) { return 16 * (T / 32) + (T % 32) / 4 + ((i % 4) >= 2 ? 8 : 0); }
-int acc_col(int T, int i) { return 8 * (i / 4) + 2 * (T % 4) + (i % 2); }
 
 TEST(EmuWgmma, DescriptorFieldsFollowTheIsaTable) {
   // Start 0x1230 -> 0x123 in bits 0-13; LBO 0x40 -> 4 in bits 16-29; SBO 0x400 -> 0x40 in bits
@@ -120,43 +76,6 @@ TEST(EmuWgmma, AccumulatorPositionsFollowTheIsaFigure) {
   for (int T = 0; T < 128; ++T)
     for (int i = 0; i < 128; ++i) ++seen[dg_wgmma_acc_row(T, i) * 256 + dg_wgmma_acc_col(T, i)];
   for (int v : seen) ASSERT_EQ(v, 1);
-}
-
-// A (64 x k) and B (n x k), K-major, laid out in one image per the ISA; their descriptors.
-struct Operands {
-  int n = 16, k = 16, swizzle = kDgSwizzleNone;
-  std::vector<dg_bf16> a, b;
-  std::vector<unsigned char> image;
-  unsigned long long da = 0, db = 0;
-};
-
-Operands make_operands(int n, int k, int swizzle, uint32_t seed) {
-  Operands o;
-  o.n = n;
-  o.k = k;
-  o.swizzle = swizzle;
-  o.a = random_bf16(64u * k, seed);
-  o.b = random_bf16(static_cast<size_t>(n) * k, seed + 1);
-  // Without swizzle: core matrices along K 128 bytes apart, atoms of 8 rows k / 8 core matrices
-  // long. With one: atoms of 8 rows of S bytes, 8 S bytes apart (k = S / 2).
-  const uint32_t lbo = 128;
-  const uint32_t sbo = swizzle == kDgSwizzleNone
-                           ? static_cast<uint32_t>(k / 8) * 128
-                           : 8u * static_cast<uint32_t>(atom_row_bytes(swizzle));
-  const uint32_t a_base = 0, b_base = 8 * sbo;  // A's 8 atoms, then B's (1024-byte aligned)
-  o.image.assign(b_base + static_cast<size_t>(n / 8) * sbo, 0xee);
-  auto put = [&](const std::vector<dg_bf16>& m, uint32_t base, int rows) {
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < k; ++c) {
-        const uint32_t at = element_address(swizzle, base, lbo, sbo, r, c);
-        std::memcpy(&o.image[at], &m[static_cast<size_t>(r) * k + c], 2);
-      }
-  };
-  put(o.a, a_base, 64);
-  put(o.b, b_base, n);
-  o.da = dg_wgmma_desc(a_base, lbo, sbo, swizzle);
-  o.db = dg_wgmma_desc(b_base, lbo, sbo, swizzle);
-  return o;
 }
 
 // C (64 x n) = A B^T (+ init mapped through the accumulator figure).

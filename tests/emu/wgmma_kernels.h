@@ -10,10 +10,16 @@ namespace dg::emu::testing {
 inline constexpr const char* kWgmmaKernelBody = R"cuda(
 #include "dg_mbarrier.cuh"
 
-// Ordinary stores, then the fence that orders them before the async proxy's reads (wgmma).
-__device__ __forceinline__ void load_image(const unsigned char* image, unsigned bytes) {
+// Ordinary stores, then the fence that orders them before the async proxy's reads (wgmma). The
+// descriptors come relative to dynamic shared memory; this relocates them to its shared-window
+// address (0 under emulation, past the reserved and static bytes on a GPU).
+__device__ __forceinline__ void load_image(const unsigned char* image, unsigned bytes,
+                                           unsigned long long& da, unsigned long long& db) {
   unsigned char* smem = dg_dynamic_smem();
   for (unsigned i = threadIdx.x; i < bytes; i += blockDim.x) smem[i] = image[i];
+  const unsigned long long base = dg_smem_address(smem) >> 4;
+  da += base;
+  db += base;
   dg_fence_proxy_async();
   __syncthreads();
 }
@@ -28,7 +34,7 @@ template <int N>
 __device__ __forceinline__ void one_mma(const unsigned char* image, unsigned bytes,
                                         unsigned long long da, unsigned long long db,
                                         const float* init, float* out, int accumulate) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[N / 2];
   for (int i = 0; i < N / 2; ++i) d[i] = init[threadIdx.x * (N / 2) + i];
   dg_wgmma_fence();
@@ -56,7 +62,7 @@ WGMMA_ONE_MMA_KERNEL(256)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_steps_n16(const unsigned char* image, unsigned bytes, unsigned long long da,
                     unsigned long long db, int steps, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[8];
   dg_wgmma_fence();
   for (int kk = 0; kk < steps; ++kk)
@@ -71,7 +77,7 @@ DG_EMU_ENTRY(wgmma_steps_n16)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_read_early(const unsigned char* image, unsigned bytes, unsigned long long da,
                      unsigned long long db, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[8];
   for (int i = 0; i < 8; ++i) d[i] = 0.0f;
   dg_wgmma_fence();
@@ -87,7 +93,7 @@ DG_EMU_ENTRY(wgmma_read_early)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_two_groups(const unsigned char* image, unsigned bytes, unsigned long long da,
                      unsigned long long db, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d1[8], d2[8];
   dg_wgmma_fence();
   dg_wgmma_m64nNk16_bf16<16>(d1, da, db, false);
@@ -107,7 +113,7 @@ DG_EMU_ENTRY(wgmma_two_groups)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_overwrite_before_wait(const unsigned char* image, unsigned bytes, unsigned long long da,
                                 unsigned long long db, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[8];
   dg_wgmma_fence();
   dg_wgmma_m64nNk16_bf16<16>(d, da, db, false);
@@ -124,7 +130,7 @@ DG_EMU_ENTRY(wgmma_overwrite_before_wait)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_without_fence(const unsigned char* image, unsigned bytes, unsigned long long da,
                         unsigned long long db, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[8];
   dg_wgmma_m64nNk16_bf16<16>(d, da, db, false);
   dg_wgmma_commit();
@@ -136,7 +142,7 @@ DG_EMU_ENTRY(wgmma_without_fence)
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_exit_in_flight(const unsigned char* image, unsigned bytes, unsigned long long da,
                          unsigned long long db, float* out) {
-  load_image(image, bytes);
+  load_image(image, bytes, da, db);
   float d[8];
   dg_wgmma_fence();
   dg_wgmma_m64nNk16_bf16<16>(d, da, db, false);

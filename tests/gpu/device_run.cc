@@ -56,6 +56,35 @@ struct DeviceBuffers {
 
 }  // namespace
 
+DeviceArena::~DeviceArena() {
+  for (unsigned long long p : ptrs_) memory_api().free(p);
+}
+
+Result<unsigned long long> DeviceArena::alloc(size_t bytes) {
+  Result<cu::Context> ctx = CudaDriver::instance().ensure_context(0);
+  if (!ctx.ok()) return ctx.status();
+  DevPtr p = 0;
+  if (int r = memory_api().alloc(&p, bytes ? bytes : 1))
+    return Status::error("cuMemAlloc failed: " + std::to_string(r));
+  ptrs_.push_back(p);
+  return p;
+}
+
+Result<unsigned long long> DeviceArena::upload(const void* data, size_t bytes) {
+  Result<unsigned long long> p = alloc(bytes);
+  if (!p.ok()) return p;
+  if (int r = memory_api().to_device(p.value(), data, bytes))
+    return Status::error("cuMemcpyHtoD failed: " + std::to_string(r));
+  return p;
+}
+
+Status DeviceArena::download(void* dst, unsigned long long src, size_t bytes) const {
+  if (int r = memory_api().sync()) return Status::error("cuCtxSynchronize: " + std::to_string(r));
+  if (int r = memory_api().to_host(dst, src, bytes))
+    return Status::error("cuMemcpyDtoH failed: " + std::to_string(r));
+  return {};
+}
+
 bool gpu_usable(std::string* reason) {
   const CudaDriver& d = CudaDriver::instance();
   if (!d.available()) {

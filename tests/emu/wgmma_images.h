@@ -1,0 +1,110 @@
+// Shared-memory images of wgmma operands laid out from the PTX ISA's tables (not from the twin's
+// address function), for the emulation tests and the GPU probes: Note [wgmma layouts].
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "codegen/device/dg_types.cuh"
+#include "codegen/device/dg_wgmma.cuh"
+#include "tests/emu/emu_test_util.h"
+#include "tests/emu/isa_swizzle_tables.h"
+
+namespace dg::emu::testing {
+
+// Integers in [-4, 4] as bf16: products and sums of a k <= 64 product are exact in f32, so a
+// GPU's summation order cannot change a bit of the result.
+inline std::vector<dg_bf16> small_integers_bf16(size_t n, uint32_t seed) {
+  std::vector<dg_bf16> v(n);
+  for (dg_bf16& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = dg_float_to_bf16(static_cast<float>(static_cast<int>((seed >> 16) % 9) - 4));
+  }
+  return v;
+}
+
+// Bytes per atom row (the swizzle's width; 16 without swizzle: a core matrix row).
+inline int atom_row_bytes(int swizzle) {
+  switch (swizzle) {
+    case kDgSwizzle128B:
+      return 128;
+    case kDgSwizzle64B:
+      return 64;
+    case kDgSwizzle32B:
+      return 32;
+  }
+  return 16;
+}
+
+inline int physical_chunk(int swizzle, int r, int c) {
+  switch (swizzle) {
+    case kDgSwizzle128B:
+      return kSwizzle128[r % 8][c];
+    case kDgSwizzle64B:
+      return kSwizzle64[r % 8][c];
+    case kDgSwizzle32B:
+      return kSwizzle32[r % 8][c];
+  }
+  return c;
+}
+
+// Where element (r, k) of a K-major operand at `base` lies, per the ISA's layouts: atoms of 8
+// rows SBO apart; without swizzle, core matrices along K LBO apart; with one, k within the
+// atom's row (k < S / 2).
+inline uint32_t element_address(int swizzle, uint32_t base, uint32_t lbo, uint32_t sbo, int r, int k) {
+  const uint32_t atoms = static_cast<uint32_t>(r / 8) * sbo;
+  const uint32_t within = static_cast<uint32_t>(k % 8) * 2;
+  if (swizzle == kDgSwizzleNone)
+    return base + atoms + static_cast<uint32_t>(k / 8) * lbo + static_cast<uint32_t>(r % 8) * 16 +
+           within;
+  const int row_bytes = atom_row_bytes(swizzle);
+  EXPECT_LT(k, row_bytes / 2);
+  return base + atoms + static_cast<uint32_t>((r % 8) * row_bytes) +
+         16u * static_cast<uint32_t>(physical_chunk(swizzle, r, k / 8)) + within;
+}
+
+// The ISA's accumulator figure for .m64nNk16, f32: thread T's d[i].
+inline int acc_row(int T, int i) { return 16 * (T / 32) + (T % 32) / 4 + ((i % 4) >= 2 ? 8 : 0); }
+inline int acc_col(int T, int i) { return 8 * (i / 4) + 2 * (T % 4) + (i % 2); }
+
+// A (64 x k) and B (n x k), K-major, laid out in one image per the ISA; their descriptors.
+struct Operands {
+  int n = 16, k = 16, swizzle = kDgSwizzleNone;
+  std::vector<dg_bf16> a, b;
+  std::vector<unsigned char> image;
+  unsigned long long da = 0, db = 0;
+};
+
+inline Operands make_operands(int n, int k, int swizzle, uint32_t seed, bool integers = false) {
+  Operands o;
+  o.n = n;
+  o.k = k;
+  o.swizzle = swizzle;
+  o.a = integers ? small_integers_bf16(64u * k, seed) : random_bf16(64u * k, seed);
+  o.b = integers ? small_integers_bf16(static_cast<size_t>(n) * k, seed + 1)
+                 : random_bf16(static_cast<size_t>(n) * k, seed + 1);
+  // Without swizzle: core matrices along K 128 bytes apart, atoms of 8 rows k / 8 core matrices
+  // long. With one: atoms of 8 rows of S bytes, 8 S bytes apart (k = S / 2).
+  const uint32_t lbo = 128;
+  const uint32_t sbo = swizzle == kDgSwizzleNone
+                           ? static_cast<uint32_t>(k / 8) * 128
+                           : 8u * static_cast<uint32_t>(atom_row_bytes(swizzle));
+  const uint32_t a_base = 0, b_base = 8 * sbo;  // A's 8 atoms, then B's (1024-byte aligned)
+  o.image.assign(b_base + static_cast<size_t>(n / 8) * sbo, 0xee);
+  auto put = [&](const std::vector<dg_bf16>& m, uint32_t base, int rows) {
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < k; ++c) {
+        const uint32_t at = element_address(swizzle, base, lbo, sbo, r, c);
+        std::memcpy(&o.image[at], &m[static_cast<size_t>(r) * k + c], 2);
+      }
+  };
+  put(o.a, a_base, 64);
+  put(o.b, b_base, n);
+  o.da = dg_wgmma_desc(a_base, lbo, sbo, swizzle);
+  o.db = dg_wgmma_desc(b_base, lbo, sbo, swizzle);
+  return o;
+}
+
+}  // namespace dg::emu::testing
