@@ -53,7 +53,8 @@ inline int physical_chunk(int swizzle, int r, int c) {
 // Where element (r, k) of a K-major operand at `base` lies, per the ISA's layouts: atoms of 8
 // rows SBO apart; without swizzle, core matrices along K LBO apart; with one, k within the
 // atom's row (k < S / 2).
-inline uint32_t element_address(int swizzle, uint32_t base, uint32_t lbo, uint32_t sbo, int r, int k) {
+inline uint32_t element_address(int swizzle, uint32_t base, uint32_t lbo, uint32_t sbo, int r,
+                                int k) {
   const uint32_t atoms = static_cast<uint32_t>(r / 8) * sbo;
   const uint32_t within = static_cast<uint32_t>(k % 8) * 2;
   if (swizzle == kDgSwizzleNone)

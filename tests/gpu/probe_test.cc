@@ -32,11 +32,11 @@ using emu::testing::launch;
 using emu::testing::Operands;
 using emu::testing::test_module;
 
-#define DG_PROBE_SKIP_UNLESS(needs_sm90a)                                                  \
-  do {                                                                                     \
-    std::string why;                                                                       \
-    if (!gpu_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;                       \
-    if ((needs_sm90a) && CudaDriver::instance().default_arch(0) != "sm_90a")               \
+#define DG_PROBE_SKIP_UNLESS(needs_sm90a)                                                       \
+  do {                                                                                          \
+    std::string why;                                                                            \
+    if (!gpu_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;                            \
+    if ((needs_sm90a) && CudaDriver::instance().default_arch(0) != "sm_90a")                    \
       GTEST_SKIP() << "needs an sm_90a device, not " << CudaDriver::instance().default_arch(0); \
   } while (0)
 
@@ -46,8 +46,8 @@ std::unique_ptr<KernelModule> gpu_module(const std::string& source,
   std::vector<CudaHeader> headers;
   for (const EmbeddedFile& f : device_headers())
     headers.push_back({std::string(f.name), std::string(f.content)});
-  auto compiled = nvrtc_compile(
-      source, headers, device_compile_options(CudaDriver::instance().default_arch(0)));
+  auto compiled = nvrtc_compile(source, headers,
+                                device_compile_options(CudaDriver::instance().default_arch(0)));
   EXPECT_TRUE(compiled.ok()) << compiled.message();
   if (!compiled.ok()) return nullptr;
   auto module = load_cuda_module(compiled->binary, 0);
@@ -60,8 +60,8 @@ std::unique_ptr<KernelModule> gpu_module(const std::string& source,
 
 // Launches kernel `k` of `m` on device 0 with each argument passed by address.
 template <typename... A>
-std::string gpu_launch(const KernelModule& m, size_t k, unsigned blocks, int threads,
-                       int smem, A&... args) {
+std::string gpu_launch(const KernelModule& m, size_t k, unsigned blocks, int threads, int smem,
+                       A&... args) {
   void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
   Status s = m.launch(k, 0, {blocks, 1, 1}, {threads, 1, 1}, smem, ptrs, nullptr);
   return s.ok() ? "" : s.message();
@@ -113,8 +113,8 @@ TEST(GpuProbe, LdmatrixMmaAndBf16MatchTheTwinBitwise) {
     EXPECT_EQ(download<float>(arena, dc, want.size()), want);
   }
   {  // bf16 conversion: rounding, NaN, infinities and subnormals, both directions
-    std::vector<float> x = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, -3.39e38f, 3.39e38f,
-                            1e-40f, -1e-41f, 65504.0f, 0.1f, -7.77f};
+    std::vector<float> x = {0.0f,     -0.0f,  1.0f,    1.00390625f, 1.01171875f, -3.39e38f,
+                            3.39e38f, 1e-40f, -1e-41f, 65504.0f,    0.1f,        -7.77f};
     x.push_back(std::numeric_limits<float>::infinity());
     x.push_back(std::numeric_limits<float>::quiet_NaN());
     while (x.size() < 32) x.push_back(static_cast<float>(x.size()) * 0.3337f);
@@ -163,9 +163,9 @@ TEST(GpuProbe, WgmmaMatchesTheTwinBitwise) {
     unsigned long long gout = arena.alloc(outs * 4).value();
     int accumulate = 0, steps = c.k / 16;
     if (c.n == 64) {
-      ASSERT_EQ(launch(host, "wgmma_n64", grid1d(1, 128, smem), pi, bytes, da, db, pinit, pw,
-                       accumulate),
-                "");
+      ASSERT_EQ(
+          launch(host, "wgmma_n64", grid1d(1, 128, smem), pi, bytes, da, db, pinit, pw, accumulate),
+          "");
       ASSERT_EQ(gpu_launch(*gpu, 0, 1, 128, smem, gi, bytes, da, db, ginit, gout, accumulate), "");
     } else {
       ASSERT_EQ(launch(host, "wgmma_steps_n16", grid1d(1, 128, smem), pi, bytes, da, db, steps, pw),
@@ -214,12 +214,12 @@ TEST(GpuProbe, TmaBoxMatchesTheTwinBitwise) {
     std::vector<unsigned char> early(box_bytes), want(box_bytes);
     unsigned char* pe = early.data();
     unsigned char* pw = want.data();
-    ASSERT_EQ(launch(host, "tma_box", grid1d(1, 32, smem), host_map, x, y, offset, box_bytes, pe,
-                     pw),
-              "");
+    ASSERT_EQ(
+        launch(host, "tma_box", grid1d(1, 32, smem), host_map, x, y, offset, box_bytes, pe, pw),
+        "");
     unsigned long long ge = arena.alloc(box_bytes).value(), gw = arena.alloc(box_bytes).value();
-    ASSERT_EQ(gpu_launch(*gpu, 0, 1, 32, static_cast<int>(smem), gpu_map, x, y, offset,
-                         box_bytes, ge, gw),
+    ASSERT_EQ(gpu_launch(*gpu, 0, 1, 32, static_cast<int>(smem), gpu_map, x, y, offset, box_bytes,
+                         ge, gw),
               "");
     EXPECT_EQ(download<unsigned char>(arena, gw, box_bytes), want)
         << "the device's box differs from the twin's";

@@ -6,6 +6,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/compiler.h"
 #include "runtime/emu/device_headers.h"
@@ -14,6 +16,7 @@
 #include "runtime/sass_stats.h"
 #include "runtime/sass_tools.h"
 #include "tests/emu/tma_kernels.h"
+#include "tests/emu/wgmma_gemm_kernels.h"
 #include "tests/emu/wgmma_kernels.h"
 
 namespace dg {
@@ -89,6 +92,25 @@ TEST(WgmmaSass, TmaKernelsIssueUtmaldg) {
     }
     EXPECT_GE(utmaldg, 1) << kernel;
     if (std::string(kernel) == "tma_then_wgmma") EXPECT_EQ(hgmma, 4) << kernel;
+  }
+}
+
+// The warp-specialized main loop (dg_gemm_sm90.cuh) compiles for sm_90a without spills; its
+// consumers issue four HGMMA per k tile and its producer UTMALDG.
+TEST(WgmmaSass, WarpSpecializedMainLoopIssuesHgmmaAndUtmaldg) {
+  auto sass = sm90a_sass(emu::testing::kWgmmaGemmKernels);
+  ASSERT_FALSE(sass.empty());
+  for (const auto& [kernel, opcode] : std::vector<std::pair<std::string, std::string>>{
+           {"wgmma_gemm_128x64x3", "HGMMA.64x64x16.F32.BF16"},
+           {"wgmma_gemm_64x128x2", "HGMMA.64x128x16.F32.BF16"}}) {
+    ASSERT_TRUE(sass.count(kernel)) << kernel;
+    int hgmma = 0, utmaldg = 0;
+    for (const SassInstruction& i : analyze_sass(sass[kernel]).instructions) {
+      hgmma += i.opcode.rfind(opcode, 0) == 0;
+      utmaldg += i.opcode.rfind("UTMALDG", 0) == 0;
+    }
+    EXPECT_EQ(hgmma, 4) << kernel;
+    EXPECT_EQ(utmaldg, 2) << kernel;
   }
 }
 

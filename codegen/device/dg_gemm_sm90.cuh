@@ -1,0 +1,128 @@
+// The sm_90a GEMM main loop: warp-specialized, TMA loads into a ring of shared-memory stages
+// guarded by mbarriers, wgmma consumers (Note [Warp-specialized main loop]). Not yet emitted by
+// the code generator; the emulation tests and the SASS checks hold it to the reference first.
+//
+// Note [Warp-specialized main loop]
+// - A block of kConsumers + 1 warpgroups computes a BM x BN tile of C = A B^T, A [M][K] and B
+//   [N][K] both K-major (a linear layer's activations and weight), K in steps of 64: one 128-byte
+//   swizzle row of bf16, so each stage holds A's BM rows and B's BN rows as 128-byte swizzle
+//   atoms (Note [TMA box copies] in dg_tma.cuh), SBO 1024, and a k16 step is 32 bytes further
+//   into the rows (Note [wgmma layouts] in dg_wgmma.cuh).
+// - The last warpgroup is the producer: one thread waits for a stage to be free (its `empty`
+//   barrier), expects the stage's bytes on its `full` barrier and issues the two TMA boxes. The
+//   boxes overhang M and K with zeros (the TMA fill), so ragged tiles need no predicates, and M
+//   is a run-time value: a block past M is never launched, a partial one computes zeros there.
+// - Each consumer warpgroup owns 64 rows: it waits for `full`, issues four k16 wgmmas into its
+//   BN / 2 accumulators per thread, commits them, and waits for all but that group, so the
+//   previous k tile's wgmmas have retired; then each of its warps frees that tile's stage (one
+//   arrival per warp: a wait retires the waiting warp's part, so one warp's leader freeing the
+//   stage for all of them let the producer overwrite it under another warp's wgmma; the
+//   adversarial emulation found that). Stages rotate every k tile; the phase parity of a
+//   stage's barriers is its round (tile / STAGES).
+//   The producer's first round waits on parity 1, which an untouched barrier reports complete.
+// - The producer warpgroup returns once its loads are issued: nothing after the main loop may
+//   use __syncthreads (dg_wgmma_epilogue does not).
+#pragma once
+#include "dg_config.cuh"
+#include "dg_mbarrier.cuh"
+#include "dg_tma.cuh"
+#include "dg_types.cuh"
+#include "dg_wgmma.cuh"
+#if defined(DG_HAS_DEVICE)
+#include "dg_sync.cuh"  // dg_dynamic_smem
+#endif
+
+template <int BM_, int BN_, int STAGES_>
+struct DgWgmmaTile {
+  static constexpr int BM = BM_, BN = BN_, kStages = STAGES_;
+  static constexpr int kBK = 64;  // one 128-byte swizzle row of bf16
+  static constexpr int kConsumers = BM / 64;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kStageA = BM * kBK * 2, kStageB = BN * kBK * 2;
+  static constexpr int kStage = kStageA + kStageB;
+  // The stages, then each stage's full and empty barriers.
+  static constexpr int kSmemBytes = kStages * kStage + 2 * kStages * 8;
+  static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
+  static_assert(BN == 16 || BN == 32 || BN == 64 || BN == 128 || BN == 256,
+                "an N the wgmma instruction set covers (dg_wgmma.cuh)");
+  static_assert(kStages >= 2, "at least two stages, so loads overlap the MMAs");
+  static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0,
+                "tiles on 1024-byte boundaries for the 128-byte swizzle");
+};
+
+#if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
+
+// Accumulates the block's BM x BN tile at (m0, n0) over [0, K) into acc (zeroed here): the
+// consumers return true with their accumulators (Note [wgmma layouts]: warpgroup w holds rows
+// 64 w + [0, 64)); the producer returns false once its loads are issued. a_map and b_map are
+// 2-D maps of A (dims {K, M}, box {64, BM}) and B (dims {K, N}, box {64, BN}), 128-byte swizzle.
+// Every thread of the block calls it, with Tile::kSmemBytes of dynamic shared memory.
+template <class Tile>
+DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* a_map,
+                                 const DgTensorMap* b_map, long long m0, long long n0,
+                                 long long K) {
+  unsigned char* const smem = dg_dynamic_smem();
+  dg_u64* const full = reinterpret_cast<dg_u64*>(smem + Tile::kStages * Tile::kStage);
+  dg_u64* const empty = full + Tile::kStages;
+  const int wg = static_cast<int>(threadIdx.x / 128);
+  const bool leader = threadIdx.x % 128 == 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Tile::kStages; ++s) {
+      dg_mbarrier_init(&full[s], 1);
+      dg_mbarrier_init(&empty[s], 4 * Tile::kConsumers);  // one arrival per consumer warp
+    }
+    dg_fence_barrier_init();
+  }
+  __syncthreads();
+  const int k_tiles = static_cast<int>((K + Tile::kBK - 1) / Tile::kBK);
+  if (wg == Tile::kConsumers) {  // the producer
+    if (leader) {
+      for (int t = 0; t < k_tiles; ++t) {
+        const int s = t % Tile::kStages;
+        const unsigned round = static_cast<unsigned>(t / Tile::kStages);
+        dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u);
+        dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
+        unsigned char* const stage = smem + s * Tile::kStage;
+        dg_tma_load_2d(stage, a_map, t * Tile::kBK, static_cast<int>(m0), &full[s]);
+        dg_tma_load_2d(stage + Tile::kStageA, b_map, t * Tile::kBK, static_cast<int>(n0),
+                       &full[s]);
+      }
+    }
+    return false;
+  }
+  DG_UNROLL
+  for (int i = 0; i < Tile::BN / 2; ++i) acc[i] = 0.0f;
+  for (int t = 0; t < k_tiles; ++t) {
+    const int s = t % Tile::kStages;
+    dg_mbarrier_wait_parity(&full[s], static_cast<unsigned>(t / Tile::kStages) & 1u);
+    unsigned char* const stage = smem + s * Tile::kStage;
+    const dg_u64 da = dg_wgmma_desc(dg_smem_address(stage + wg * 64 * 128), 16, 1024,
+                                    kDgSwizzle128B);
+    const dg_u64 db =
+        dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA), 16, 1024, kDgSwizzle128B);
+    dg_wgmma_fence();
+    DG_UNROLL
+    for (int kk = 0; kk < Tile::kBK / 16; ++kk)
+      dg_wgmma_m64nNk16_bf16<Tile::BN>(acc, da + 2 * kk, db + 2 * kk, true);
+    dg_wgmma_commit();
+    dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired: free its stage
+    if (threadIdx.x % 32 == 0 && t > 0) dg_mbarrier_arrive(&empty[(t - 1) % Tile::kStages]);
+  }
+  dg_wgmma_wait<0>();
+  return true;
+}
+
+// Calls epi(row, col, value) for the consumer's accumulators inside [0, M) x [0, N).
+template <class Tile, class Epi>
+DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::BN / 2], long long m0, long long M,
+                                 long long n0, long long N, const Epi& epi) {
+  const int T = static_cast<int>(threadIdx.x % 128);
+  const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
+  DG_UNROLL
+  for (int i = 0; i < Tile::BN / 2; ++i) {
+    const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
+    if (r < M && c < N) epi(r, c, acc[i]);
+  }
+}
+
+#endif  // wgmma available

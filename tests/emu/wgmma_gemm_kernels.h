@@ -1,0 +1,29 @@
+// Kernels over the sm_90a main loop (codegen/device/dg_gemm_sm90.cuh); see basic_kernels.h for
+// the conventions.
+#pragma once
+
+namespace dg::emu::testing {
+
+inline constexpr const char* kWgmmaGemmKernels = R"cuda(
+#include "dg_device.cuh"
+#include "dg_gemm_sm90.cuh"
+
+// C[M][N] = A[M][K] B[N][K]^T in f32 through the warp-specialized loop: grid (ceil(M / BM),
+// ceil(N / BN)), Tile::kThreads threads, Tile::kSmemBytes of dynamic shared memory.
+#define WGMMA_GEMM_KERNEL(NAME, TILE_M, TILE_N, STAGES)                                                  \
+  extern "C" __global__ void __launch_bounds__(DgWgmmaTile<TILE_M, TILE_N, STAGES>::kThreads)            \
+      NAME(const __grid_constant__ DgTensorMap a_map, const __grid_constant__ DgTensorMap b_map, \
+           float* c, long long M, long long N, long long K) {                                    \
+    typedef DgWgmmaTile<TILE_M, TILE_N, STAGES> Tile;                                                    \
+    const long long m0 = (long long)blockIdx.x * Tile::BM, n0 = (long long)blockIdx.y * Tile::BN; \
+    float acc[Tile::BN / 2];                                                                     \
+    if (!dg_wgmma_mainloop<Tile>(acc, &a_map, &b_map, m0, n0, K)) return;                        \
+    dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N,                                                   \
+                            [&](long long r, long long col, float v) { c[r * N + col] = v; });  \
+  }                                                                                              \
+  DG_EMU_ENTRY(NAME)
+WGMMA_GEMM_KERNEL(wgmma_gemm_128x64x3, 128, 64, 3)
+WGMMA_GEMM_KERNEL(wgmma_gemm_64x128x2, 64, 128, 2)
+)cuda";
+
+}  // namespace dg::emu::testing
