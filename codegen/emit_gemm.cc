@@ -10,24 +10,26 @@
 
 namespace dg {
 
-std::string KernelParams::add(BufferRef buffer, DType dtype, bool output) {
+int KernelParams::position(BufferRef buffer, DType dtype, bool output) {
   for (size_t i = 0; i < buffers_.size(); ++i)
-    if (buffers_[i] == buffer) return names_[i];
+    if (buffers_[i] == buffer) return static_cast<int>(i);
   std::string name = (output ? "o" : "p") + std::to_string(buffers_.size());
   buffers_.push_back(buffer);
   names_.push_back(name);
   decls_.push_back((output ? "" : "const ") + ctype(dtype) + "* __restrict__ " + name);
-  return name;
+  return static_cast<int>(buffers_.size()) - 1;
+}
+
+std::string KernelParams::add(BufferRef buffer, DType dtype, bool output) {
+  return names_[position(buffer, dtype, output)];
 }
 
 std::string KernelParams::add_checked(BufferRef buffer, DType dtype, const SymExpr& offset) {
-  std::string name = add(buffer, dtype, false);
-  int param = 0;
-  while (!(buffers_[param] == buffer)) ++param;
+  const int param = position(buffer, dtype, false);
   const CheckedOperand checked{param, offset * SymExpr(dtype_size(dtype))};
   if (std::find(checked_.begin(), checked_.end(), checked) == checked_.end())
     checked_.push_back(checked);
-  return name;
+  return names_[param] + " + " + c_expr(offset);
 }
 
 std::string KernelParams::declaration() const {
@@ -267,15 +269,13 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
   if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
   std::string loops;
   for (const GemmKSegment& seg : segments) {
-    std::string pa = spec.params.add_checked(seg.a.buffer, DType::kBF16, seg.a.offset);
+    const std::string a = spec.params.add_checked(seg.a.buffer, DType::kBF16, seg.a.offset);
     std::string bs;
     for (const GemmOperandRef& b : seg.b)
-      bs += (bs.empty() ? "" : ", ") + spec.params.add_checked(b.buffer, DType::kBF16, b.offset) +
-            " + " + c_expr(b.offset);
+      bs += (bs.empty() ? "" : ", ") + spec.params.add_checked(b.buffer, DType::kBF16, b.offset);
     auto la = tc_layout(seg.a, spec.M, seg.K, false);
     auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
-    loops += tc_mainloop(NB, at, bkn, pa + " + " + c_expr(seg.a.offset), c_expr(la->ld), bs,
-                         c_expr(lb->ld), c_expr(seg.K));
+    loops += tc_mainloop(NB, at, bkn, a, c_expr(la->ld), bs, c_expr(lb->ld), c_expr(seg.K));
   }
   const std::string tile_args = tc_tile_args(at, bkn, nb);
   return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
@@ -604,13 +604,11 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
   const std::string tile_args = tc_tile_args(at, bkn, static_cast<int>(first.b.size()));
   for (size_t p = 0; p < problems.size(); ++p) {
     const GemmKernelSpec& spec = problems[p];
-    a.push_back(params.add_checked(spec.a.buffer, DType::kBF16, spec.a.offset) + " + " +
-                c_expr(spec.a.offset));
+    a.push_back(params.add_checked(spec.a.buffer, DType::kBF16, spec.a.offset));
     lda.push_back(c_expr(tc_layout(spec.a, spec.M, spec.K, false)->ld));
     ldb.push_back(c_expr(tc_layout(spec.b[0], spec.K, spec.N, true)->ld));
     for (size_t j = 0; j < spec.b.size(); ++j)
-      b[j].push_back(params.add_checked(spec.b[j].buffer, DType::kBF16, spec.b[j].offset) + " + " +
-                     c_expr(spec.b[j].offset));
+      b[j].push_back(params.add_checked(spec.b[j].buffer, DType::kBF16, spec.b[j].offset));
     // Each problem stages its own products from the scratch's start: a block runs one problem.
     const auto staged = rank_staging(spec.products, t, at, bkn, static_cast<int>(spec.b.size()));
     if (staged) scratch += scratch_fits(spec.products, *staged, tile_args);

@@ -177,12 +177,10 @@ std::string partials_source(LoweringContext& ctx, const std::vector<GemmKernelSp
   std::vector<std::vector<std::string>> b(s.nb);
   std::vector<std::string> b_stride;
   for (const GemmKernelSpec& spec : problems) {
-    a.push_back(params.add_checked(spec.a.buffer, spec.a.load_dtype, spec.a.offset) + " + " +
-                c_expr(spec.a.offset));
+    a.push_back(params.add_checked(spec.a.buffer, spec.a.load_dtype, spec.a.offset));
     a_rs.push_back(c_expr(spec.a.row_stride));
     for (int j = 0; j < s.nb; ++j)
-      b[j].push_back(params.add_checked(spec.b[j].buffer, spec.b[j].load_dtype, spec.b[j].offset) +
-                     " + " + c_expr(spec.b[j].offset));
+      b[j].push_back(params.add_checked(spec.b[j].buffer, spec.b[j].load_dtype, spec.b[j].offset));
     b_stride.push_back(c_expr(s.b_k_contiguous ? spec.b[0].col_stride : spec.b[0].row_stride));
   }
   std::string pointers =

@@ -15,12 +15,16 @@ class KernelParams {
   std::string add(BufferRef buffer, DType dtype, bool output);
   // As add, for a read whose address (buffer + offset elements) the kernel checks for 16-byte
   // alignment at run time; the launch reports it (Note [Unaligned operands] in kernel_plan.h).
+  // Returns that address as a C expression, "p1 + offset".
   std::string add_checked(BufferRef buffer, DType dtype, const SymExpr& offset);
   std::string declaration() const;  // "T* __restrict__ o0, const U* __restrict__ p1, ..."
   const std::vector<BufferRef>& buffers() const { return buffers_; }
   const std::vector<CheckedOperand>& checked_operands() const { return checked_; }
 
  private:
+  // The buffer's position among the parameters, adding it if it is new.
+  int position(BufferRef buffer, DType dtype, bool output);
+
   std::vector<BufferRef> buffers_;
   std::vector<CheckedOperand> checked_;
   std::vector<std::string> names_, decls_;

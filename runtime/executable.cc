@@ -274,7 +274,7 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
   return {};
 }
 
-bool Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
                                          size_t first_pointer, size_t first_checked) const {
   for (size_t i = 0; i < kl.checked_operands.size(); ++i) {
     const CheckedOperand& c = kl.checked_operands[i];
@@ -295,9 +295,8 @@ bool Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBat
                    "(unaligned_launches), not logged.\n",
                    kl.name.c_str(), what.c_str(), static_cast<unsigned>(address % 16));
     });
-    return true;
+    return;
   }
-  return false;
 }
 
 Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,

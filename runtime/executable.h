@@ -58,10 +58,10 @@ class Executable {
                        int num_outputs, LaunchBatch* batch) const;
   // Bytes of workspace the kernels use, before the host scalars' slots.
   size_t kernel_workspace_bytes(const LaunchBatch& batch) const;
-  // Note [Unaligned operands]: whether `kl`, whose pointers start at batch.pointers[first_pointer]
-  // and checked offsets at batch.results[first_checked], takes the slow path; counts and (once per
-  // executable) logs it when it does.
-  bool check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+  // Note [Unaligned operands]: when `kl`, whose pointers start at batch.pointers[first_pointer]
+  // and checked offsets at batch.results[first_checked], takes the slow path, counts it and (once
+  // per executable) logs it.
+  void check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
                                size_t first_pointer, size_t first_checked) const;
 
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).

@@ -84,8 +84,7 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* 
         dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
         unsigned char* const stage = smem + s * Tile::kStage;
         dg_tma_load_2d(stage, a_map, t * Tile::kBK, static_cast<int>(m0), &full[s]);
-        dg_tma_load_2d(stage + Tile::kStageA, b_map, t * Tile::kBK, static_cast<int>(n0),
-                       &full[s]);
+        dg_tma_load_2d(stage + Tile::kStageA, b_map, t * Tile::kBK, static_cast<int>(n0), &full[s]);
       }
     }
     return false;
@@ -96,8 +95,8 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* 
     const int s = t % Tile::kStages;
     dg_mbarrier_wait_parity(&full[s], static_cast<unsigned>(t / Tile::kStages) & 1u);
     unsigned char* const stage = smem + s * Tile::kStage;
-    const dg_u64 da = dg_wgmma_desc(dg_smem_address(stage + wg * 64 * 128), 16, 1024,
-                                    kDgSwizzle128B);
+    const dg_u64 da =
+        dg_wgmma_desc(dg_smem_address(stage + wg * 64 * 128), 16, 1024, kDgSwizzle128B);
     const dg_u64 db =
         dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA), 16, 1024, kDgSwizzle128B);
     dg_wgmma_fence();

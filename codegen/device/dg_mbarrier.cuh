@@ -35,9 +35,13 @@ struct MbarrierState {
 constexpr dg_u64 kMbarrierMarker = dg_u64{2} << 62;
 constexpr int64_t kMbarrierMaxCount = (int64_t{1} << 20) - 1;
 
-inline MbarrierState mbarrier_load(const dg_u64* bar) {
+inline void check_mbarrier_address(const dg_u64* bar) {
   if (!in_smem(*t_emu.block, bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
     fail(where() + ": an mbarrier must be 8 aligned bytes of shared memory");
+}
+
+inline MbarrierState mbarrier_load(const dg_u64* bar) {
+  check_mbarrier_address(bar);
   const dg_u64 v = *bar;
   if ((v >> 62) != 2) fail(where() + ": mbarrier used before mbarrier.init");
   int64_t tx = static_cast<int64_t>((v >> 40) & 0x1fffff);
@@ -63,10 +67,8 @@ inline void mbarrier_store(dg_u64* bar, MbarrierState s) {
 
 inline void mbarrier_init(dg_u64* bar, unsigned count) {
   if (count < 1 || count > kMbarrierMaxCount) fail(where() + ": mbarrier.init count out of range");
-  if (!in_smem(*t_emu.block, bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
-    fail(where() + ": an mbarrier must be 8 aligned bytes of shared memory");
-  *bar = kMbarrierMarker | (dg_u64{count} << 20) | count;
-  ++t_emu.block->mbarrier_changes;
+  check_mbarrier_address(bar);
+  mbarrier_store(bar, MbarrierState{count, count, 0, 0});  // phase 0, nothing arrived
 }
 
 inline void mbarrier_apply(dg_u64* bar, int64_t arrivals, int64_t tx_added) {

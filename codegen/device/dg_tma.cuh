@@ -106,11 +106,8 @@ inline void tma_land(const TmaBox& c) {
   const Block& b = *t_emu.block;
   for (long long j = 0; j < box1; ++j)
     for (long long i = 0; i < box0; ++i) {
-      dg_u32 at = base + static_cast<dg_u32>((j * box0 + i) * elem);
-      if (swizzle != kDgSwizzleNone) {
-        const dg_u32 bits = swizzle == kDgSwizzle128B ? 7u : swizzle == kDgSwizzle64B ? 3u : 1u;
-        at ^= ((at >> 7) & bits) << 4;
-      }
+      const dg_u32 at =
+          dg_swizzle_address(base + static_cast<dg_u32>((j * box0 + i) * elem), swizzle);
       if (at + static_cast<dg_u32>(elem) > b.dyn_smem_bytes)
         fail(where() + ": a TMA box runs past dynamic shared memory");
       const long long gx = c.x + i, gy = c.y + j;

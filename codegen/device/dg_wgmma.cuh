@@ -80,6 +80,14 @@ DG_DEVICE DgWgmmaDescFields dg_wgmma_desc_fields(dg_u64 desc) {
                            static_cast<int>((desc >> 49) & 7u), static_cast<int>(desc >> 62)};
 }
 
+// A shared-window address under a swizzle mode: its 16-byte chunk bits (bit 4 up) XORed with as
+// many bits from bit 7 up (Note [wgmma layouts]); wgmma reads and TMA writes through it.
+DG_DEVICE dg_u32 dg_swizzle_address(dg_u32 address, int swizzle) {
+  if (swizzle == kDgSwizzleNone) return address;
+  const dg_u32 bits = swizzle == kDgSwizzle128B ? 7u : swizzle == kDgSwizzle64B ? 3u : 1u;
+  return address ^ (((address >> 7) & bits) << 4);
+}
+
 // The shared-window address of 16-byte chunk j (0 or 1: k 0-7 or 8-15) of row r of a K-major
 // operand (Note [wgmma layouts]).
 DG_DEVICE dg_u32 dg_wgmma_chunk_address(dg_u64 desc, int r, int j) {
@@ -88,9 +96,7 @@ DG_DEVICE dg_u32 dg_wgmma_chunk_address(dg_u64 desc, int r, int j) {
       static_cast<dg_u32>(r % 8) * static_cast<dg_u32>(dg_wgmma_row_bytes(f.swizzle)) +
       static_cast<dg_u32>(r / 8) * f.sbo;
   if (f.swizzle == kDgSwizzleNone) return f.start + row + static_cast<dg_u32>(j) * f.lbo;
-  const dg_u32 address = f.start + row + 16u * static_cast<dg_u32>(j);
-  const dg_u32 bits = f.swizzle == kDgSwizzle128B ? 7u : f.swizzle == kDgSwizzle64B ? 3u : 1u;
-  return address ^ (((address >> 7) & bits) << 4);
+  return dg_swizzle_address(f.start + row + 16u * static_cast<dg_u32>(j), f.swizzle);
 }
 
 // Where accumulator d[i] of warpgroup thread T lies in the 64 x N tile (Note [wgmma layouts]).

@@ -64,7 +64,8 @@ TEST(EmuWgmmaGemm, MatchesTheProductAroundEveryBoundary) {
 }
 
 TEST(EmuWgmmaGemm, OneConsumerTwoStagesLongK) {
-  for (long long m : {5LL, 64LL, 200LL}) check<DgWgmmaTile<64, 128, 2>>("wgmma_gemm_64x128x2", m, 192, 520);
+  for (long long m : {5LL, 64LL, 200LL})
+    check<DgWgmmaTile<64, 128, 2>>("wgmma_gemm_64x128x2", m, 192, 520);
 }
 
 // The race the adversarial emulation found while this loop was written: one leader thread freed

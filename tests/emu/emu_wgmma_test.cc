@@ -262,10 +262,8 @@ TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
   const TwinMutant mutants[] = {
       {"accumulator rows", "8 * ((i % 4) / 2)", "8 * (i % 2)"},
       {"accumulator columns", "2 * (T % 4) + i % 2", "2 * (T % 4) + (i / 2) % 2"},
-      {"128-byte swizzle bits", "f.swizzle == kDgSwizzle128B ? 7u",
-       "f.swizzle == kDgSwizzle128B ? 3u"},
-      {"64-byte swizzle bits", "f.swizzle == kDgSwizzle64B ? 3u",
-       "f.swizzle == kDgSwizzle64B ? 1u"},
+      {"128-byte swizzle bits", "swizzle == kDgSwizzle128B ? 7u", "swizzle == kDgSwizzle128B ? 3u"},
+      {"64-byte swizzle bits", "swizzle == kDgSwizzle64B ? 3u", "swizzle == kDgSwizzle64B ? 1u"},
       {"32-byte swizzle row", ": swizzle == kDgSwizzle32B ? 32", ": swizzle == kDgSwizzle32B ? 16"},
       {"leading byte offset", "static_cast<dg_u32>(j) * f.lbo", "static_cast<dg_u32>(j) * 16u"},
       {"stride byte offset", "static_cast<dg_u32>(r / 8) * f.sbo",

@@ -65,8 +65,8 @@ TEST(WgmmaSass, KernelsIssueHgmmaOnSm90a) {
     for (const SassInstruction& i : s.instructions) {
       // ptxas closes a commit group with an HGMMA that writes RZ under a false predicate
       // (HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0): not one of ours.
-      const bool placeholder = !i.operands.empty() && i.operands[0] == "RZ";
-      if (i.opcode.rfind("HGMMA", 0) == 0 && !placeholder) {
+      const bool ptxas_filler = !i.operands.empty() && i.operands[0] == "RZ";
+      if (i.opcode.rfind("HGMMA", 0) == 0 && !ptxas_filler) {
         ++hgmma;
         EXPECT_EQ(i.opcode.rfind(opcode, 0), 0u) << i.opcode;
       }
@@ -91,7 +91,9 @@ TEST(WgmmaSass, TmaKernelsIssueUtmaldg) {
       hgmma += i.opcode.rfind("HGMMA.64x16x16.F32.BF16", 0) == 0;
     }
     EXPECT_GE(utmaldg, 1) << kernel;
-    if (std::string(kernel) == "tma_then_wgmma") EXPECT_EQ(hgmma, 4) << kernel;
+    if (std::string(kernel) == "tma_then_wgmma") {
+      EXPECT_EQ(hgmma, 4) << kernel;
+    }
   }
 }
 
