@@ -175,8 +175,23 @@ std::string scratch_pointer(const std::string& tile_args) {
          ">());\n";
 }
 
-// Copies the block's rows of each product's U and columns of its B into the scratch, then a
-// barrier; after the main loop (whose last barrier frees its stages).
+// The epilogue over the block's accumulators: with the staged products' values in registers
+// (after rank_staging_code) or plain.
+std::string epilogue_call(const GemmKernelSpec& spec, bool staged, const std::string& epi) {
+  const std::string nb = std::to_string(spec.b.size());
+  if (!staged) return "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n";
+  return "  dg_gemm_epilogue_rank<Tile, " + nb + ", " + std::to_string(spec.products.size()) +
+         ", " + std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, " + epi +
+         ");\n";
+}
+
+std::string tc_tile_args(bool at, bool bkn, int nb) {
+  return std::string("Tile, ") + (at ? "true" : "false") + ", " + (bkn ? "true" : "false") + ", " +
+         std::to_string(nb);
+}
+
+}  // namespace
+
 std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
                               const std::vector<int64_t>& offsets) {
   std::string s;
@@ -205,23 +220,6 @@ std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
     s += (i ? ", " : "") + std::string("dg_scratch + ") + std::to_string(offsets[i]);
   return s + "};\n";
 }
-
-// The epilogue over the block's accumulators: with the staged products' values in registers
-// (after rank_staging_code) or plain.
-std::string epilogue_call(const GemmKernelSpec& spec, bool staged, const std::string& epi) {
-  const std::string nb = std::to_string(spec.b.size());
-  if (!staged) return "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n";
-  return "  dg_gemm_epilogue_rank<Tile, " + nb + ", " + std::to_string(spec.products.size()) +
-         ", " + std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, " + epi +
-         ");\n";
-}
-
-std::string tc_tile_args(bool at, bool bkn, int nb) {
-  return std::string("Tile, ") + (at ? "true" : "false") + ", " + (bkn ? "true" : "false") + ", " +
-         std::to_string(nb);
-}
-
-}  // namespace
 
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx) {
@@ -288,23 +286,16 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
          epilogue_call(spec, staged.has_value(), "epi") + "}\n";
 }
 
-void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec, const TcLayout& la,
-                      const TcLayout& lb) {
+void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec) {
   const int nb = static_cast<int>(spec.b.size());
   const std::vector<TileVariant> variants = tile_variants(spec.M, *spec.N.as_const(), nb);
   const std::string base = ctx.kernel_name(spec.what);
   for (size_t v = 0; v < variants.size(); ++v) {
     const TileConfig& t = variants[v].tile;
-    KernelLaunch launch =
-        variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), 32 * t.warps_m * t.warps_n);
-    const auto staged = rank_staging(spec.products, t, la.transposed, lb.transposed, nb);
-    launch.summary = spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") +
-                     range_tag(variants, v) + "]";
-    launch.nodes = spec.nodes;
-    std::string src = tc_source(ctx, spec, launch.name, t, la.transposed, lb.transposed, staged);
-    launch.buffers = spec.params.buffers();
-    launch.checked_operands = spec.params.checked_operands();
-    ctx.add_kernel(std::move(launch), src);
+    emit_mma_sync_kernel(
+        ctx, spec,
+        variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), 32 * t.warps_m * t.warps_n),
+        t, range_tag(variants, v));
   }
 }
 
@@ -474,6 +465,26 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
 
 }  // namespace
 
+TcTransposes tc_transposes(const GemmKernelSpec& spec) {
+  const SymExpr& k0 = spec.k_segments.empty() ? spec.K : spec.k_segments[0].K;
+  return {tc_layout(spec.a, spec.M, k0, false)->transposed,
+          tc_layout(spec.b[0], k0, spec.N, true)->transposed};
+}
+
+void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaunch launch,
+                          const TileConfig& t, const std::string& range) {
+  const TcTransposes tr = tc_transposes(spec);
+  const auto staged =
+      rank_staging(spec.products, t, tr.at, tr.bkn, static_cast<int>(spec.b.size()));
+  launch.summary =
+      spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + range + "]";
+  launch.nodes = spec.nodes;
+  std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged);
+  launch.buffers = spec.params.buffers();
+  launch.checked_operands = spec.params.checked_operands();
+  ctx.add_kernel(std::move(launch), src);
+}
+
 bool tensor_core_eligible(const GemmKernelSpec& spec) {
   if (!spec.k_segments.empty()) {  // every segment on its own, with the first one's layouts
     auto la = tc_layout(spec.a, spec.M, spec.k_segments[0].K, false);
@@ -508,10 +519,8 @@ bool tensor_core_eligible(const GemmKernelSpec& spec) {
 
 void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec) {
   if (tensor_core_eligible(spec)) {
-    const SymExpr& k0 = spec.k_segments.empty() ? spec.K : spec.k_segments[0].K;
-    emit_tensor_core(ctx, spec, *tc_layout(spec.a, spec.M, k0, false),
-                     *tc_layout(spec.b[0], k0, spec.N, true));
-    return;
+    if (ctx.options().wgmma && wgmma_eligible(spec)) return emit_sm90_gemm(ctx, spec);
+    return emit_tensor_core(ctx, spec);
   }
   if (rank_gemm_eligible(spec)) {
     KernelParams params = std::move(spec.params);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codegen/lowering.h"
+#include "codegen/tile_choice.h"
 
 namespace dg {
 
@@ -87,6 +88,11 @@ struct GemmKernelSpec {
 // a last parameter `const float (&dg_rank)[products]` that dg_gemm_epilogue_rank passes.
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
                             const std::string& name = "epi", bool staged = false);
+// Copies the block's rows of each product's U and columns of its B into `dg_scratch` (floats, at
+// `offsets`; Note [Staged rank-r epilogue]), then a barrier, and declares dg_rank_at, the
+// products' copies. Needs m0, n0, M, N and a Tile with BM, BN and kThreads in scope.
+std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
+                              const std::vector<int64_t>& offsets);
 // `extern "C" __global__ void __launch_bounds__(threads) name(params, symbols) {`
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx);
@@ -102,6 +108,25 @@ bool tensor_core_eligible(const GemmKernelSpec& spec);
 
 // Emits the kernel (tensor cores when eligible) and records its launch.
 void emit_gemm(LoweringContext& ctx, GemmKernelSpec spec);
+
+// For a spec tensor_core_eligible accepts: whether A is stored m-contiguous (A^T) and B
+// n-contiguous (dg_gemm_mainloop's AT and BKN).
+struct TcTransposes {
+  bool at, bkn;
+};
+TcTransposes tc_transposes(const GemmKernelSpec& spec);
+
+// The mma.sync kernel of tile t for a tensor-core spec, under `launch` (its name, grid, variant,
+// runs and flags set); `range` ends the summary's tile tag (", for M <= 512" or "").
+void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaunch launch,
+                          const TileConfig& t, const std::string& range);
+
+// True when the sm_90a main loop can take a tensor-core spec (Note [sm_90a GEMMs] in
+// emit_wgmma.cc): A and every B K-major, no K segments.
+bool wgmma_eligible(const GemmKernelSpec& spec);
+// The sm_90a kernels of such a GEMM: wgmma tiles by M, mma.sync for the smallest M and as the
+// fallback when a tensor map cannot be encoded (Note [Tensor maps] in kernel_plan.h).
+void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec);
 
 // True when the split-K rank-r kernel can take the spec (Note [Rank-r products] in
 // emit_rank_gemm.cc): f32 accumulation, static N and K >= 256 with all B columns (N times the B

@@ -34,12 +34,44 @@ struct CheckedOperand {
   }
 };
 
+// Note [Tensor maps]
+// An sm_90a GEMM kernel reads A and B with TMA (Note [Warp-specialized main loop] in
+// codegen/device/dg_gemm_sm90.cuh), each through a tensor map: a 128-byte descriptor of a 2-D
+// bf16 matrix in global memory, passed by value (__grid_constant__) after the pointer parameters
+// and before the symbols. A map holds its matrix's address, so the runtime encodes each one at
+// every call: cuTensorMapEncodeTiled through the driver table on a GPU (and the driver double),
+// dg_tensor_map_encode under the host emulation. The driver refuses a map whose address or row
+// stride is not 16-byte aligned (a view with a storage offset); then that call runs the GEMM's
+// mma.sync kernels (those marked tma_fallback) instead, with the same results, and the runtime
+// counts the launch (dg_stats.tma_fallback_launches) and logs the first one of each executable.
+// Fallback kernels run only then: they are variants of the GEMM (variant > 0), and a plan at a
+// binding does not count them as launched.
+struct TensorMapArg {
+  int param;             // the pointer parameter (position in KernelLaunch::buffers) it maps
+  SymExpr offset_bytes;  // the matrix's start, from the buffer's start
+  // The matrix: `rows` rows of `cols` contiguous bf16 elements, `row_stride_bytes` apart
+  // (cuTensorMapEncodeTiled's dims {cols, rows} and stride {row_stride_bytes}).
+  SymExpr rows, cols, row_stride_bytes;
+  int box_rows = 0,
+      box_cols = 0;  // what one copy moves (box {box_cols, box_rows}), 128-byte swizzle
+  bool operator==(const TensorMapArg& o) const {
+    return param == o.param && offset_bytes == o.offset_bytes && rows == o.rows && cols == o.cols &&
+           row_stride_bytes == o.row_stride_bytes && box_rows == o.box_rows &&
+           box_cols == o.box_cols;
+  }
+};
+
 struct KernelLaunch {
   std::string name;                // extern "C" entry point
   std::string summary;             // one line for humans: what the kernel computes
   std::vector<BufferRef> buffers;  // pointer parameters, in order; the graph's symbols follow
   std::vector<CheckedOperand> checked_operands;  // Note [Unaligned operands]
-  std::array<SymExpr, 3> grid;                   // blocks; a launch with any zero extent is skipped
+  // Note [Tensor maps]: the kernel's tensor-map parameters, in order, after the pointers.
+  std::vector<TensorMapArg> tensor_maps;
+  // Note [Tensor maps]: launched only in a call where a kernel of the same GEMM (from its
+  // variant 0 on) with a non-empty grid could not encode its tensor maps; skipped otherwise.
+  bool tma_fallback = false;
+  std::array<SymExpr, 3> grid;  // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
   int shared_bytes = 0;  // dynamic shared memory
   // 0, or k: this kernel is the k-th alternative of the GEMM whose variant 0 comes k kernels

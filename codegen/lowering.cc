@@ -5,7 +5,8 @@
 
 namespace dg {
 
-LoweringContext::LoweringContext(const Graph& g) : g_(g) {
+LoweringContext::LoweringContext(const Graph& g, const CodegenOptions& options)
+    : g_(g), options_(options) {
   plan_.symbols = g.symbols;
   plan_.workspace_bytes = SymExpr(0);
 }
@@ -65,6 +66,12 @@ size_t launch_sites(const KernelPlan& plan) {
   size_t n = 0;
   for (const KernelLaunch& k : plan.kernels) n += k.variant == 0;
   return n;
+}
+
+bool LoweringContext::has_tensor_maps() const {
+  for (const KernelLaunch& k : plan_.kernels)
+    if (!k.tensor_maps.empty()) return true;
+  return false;
 }
 
 KernelPlan LoweringContext::finish(const std::string& prelude) {

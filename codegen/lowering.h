@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emit_cuda.h"
 #include "codegen/kernel_plan.h"
 #include "ir/graph.h"
 
@@ -11,9 +12,10 @@ namespace dg {
 
 class LoweringContext {
  public:
-  explicit LoweringContext(const Graph& g);
+  LoweringContext(const Graph& g, const CodegenOptions& options);
 
   const Graph& graph() const { return g_; }
+  const CodegenOptions& options() const { return options_; }
   BufferRef buffer_of(ValueId v) const { return buffer_of_.at(v); }
   void set_buffer(ValueId v, BufferRef b) { buffer_of_[v] = b; }
   bool has_buffer(ValueId v) const { return buffer_of_.count(v) != 0; }
@@ -37,10 +39,14 @@ class LoweringContext {
   // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]).
   void add_kernel(KernelLaunch launch, const std::string& source);
 
+  // Whether a kernel added so far takes tensor maps (an sm_90a GEMM, Note [Tensor maps]).
+  bool has_tensor_maps() const;
+
   KernelPlan finish(const std::string& prelude);
 
  private:
   const Graph& g_;
+  CodegenOptions options_;
   KernelPlan plan_;
   std::map<ValueId, BufferRef> buffer_of_;
   std::string body_;

@@ -68,6 +68,8 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
       if (extent <= 0) e.launched = false;
       e.ctas *= extent;
     }
+    // Note [Tensor maps]: a fallback runs only in a call whose tensor maps the driver refused.
+    if (k.tma_fallback) e.launched = false;
     if (!e.launched) e.ctas = 0;
     if (!eval(k.flops, k.name + "'s FLOPs", &e.flops) ||
         !eval(k.tensor_flops, k.name + "'s tensor FLOPs", &e.tensor_flops) ||

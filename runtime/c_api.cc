@@ -177,8 +177,9 @@ int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_i
 void dg_get_stats(dg_stats* out) {
   if (!out) return;
   dg::RuntimeStats s = dg::runtime_stats();
-  *out = dg_stats{s.graphs_compiled, s.nvrtc_compiles, s.cache_hits_memory, s.cache_hits_disk,
-                  s.cache_misses,    s.cache_corrupt,  s.launches,          s.unaligned_launches};
+  *out = dg_stats{s.graphs_compiled, s.nvrtc_compiles,     s.cache_hits_memory,
+                  s.cache_hits_disk, s.cache_misses,       s.cache_corrupt,
+                  s.launches,        s.unaligned_launches, s.tma_fallback_launches};
 }
 
 void dg_reset_stats(void) { dg::reset_runtime_stats(); }

@@ -24,7 +24,7 @@ namespace dg {
 namespace {
 
 std::atomic<int64_t> g_graphs{0}, g_compiles{0}, g_mem_hits{0}, g_disk_hits{0}, g_misses{0},
-    g_corrupt{0}, g_launches{0}, g_unaligned_launches{0};
+    g_corrupt{0}, g_launches{0}, g_unaligned_launches{0}, g_tma_fallbacks{0};
 
 // One DiskCache per folder for the whole process (it also holds the memory tier of binaries).
 DiskCache& cache_for(const std::string& dir) {
@@ -237,7 +237,11 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   auto target = resolve_target(request.target);
   if (!target.ok()) return failure(DG_ERR_INVALID_INPUT, target.message());
 
-  std::string options_tag = target->name + "|";
+  const std::string source_arch = request.source_arch.empty() ? target->name : request.source_arch;
+  if (source_arch != "host" && source_arch.rfind("sm_", 0) != 0)
+    return failure(DG_ERR_INVALID_INPUT, "source arch '" + source_arch + "': expected sm_XX");
+  std::string options_tag =
+      target->name + "|" + source_arch + "|" + std::to_string(request.wave_ctas) + "|";
   for (const std::string& p : request.disabled_passes) options_tag += p + ",";
   std::string request_key = graph_hash(input) + "|" + options_tag;
   if (request.emit_dir.empty()) {
@@ -271,7 +275,9 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
   try {
     optimized = run_pipeline(canonicalize_symbols(input), popts);
     drop_unused_symbols(optimized);
-    plan = emit_cuda(optimized);
+    CodegenOptions copts = codegen_options_for(source_arch, request.disabled_passes);
+    copts.wave_ctas = request.wave_ctas;
+    plan = emit_cuda(optimized, copts);
   } catch (const UnsupportedError& e) {
     return failure(DG_ERR_UNSUPPORTED, e.what());
   } catch (const std::exception& e) {
@@ -372,16 +378,18 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
 }
 
 RuntimeStats runtime_stats() {
-  return {g_graphs.load(), g_compiles.load(), g_mem_hits.load(), g_disk_hits.load(),
-          g_misses.load(), g_corrupt.load(),  g_launches.load(), g_unaligned_launches.load()};
+  return {g_graphs.load(),       g_compiles.load(), g_mem_hits.load(), g_disk_hits.load(),
+          g_misses.load(),       g_corrupt.load(),  g_launches.load(), g_unaligned_launches.load(),
+          g_tma_fallbacks.load()};
 }
 
 void reset_runtime_stats() {
   g_graphs = g_compiles = g_mem_hits = g_disk_hits = g_misses = g_corrupt = g_launches = 0;
-  g_unaligned_launches = 0;
+  g_unaligned_launches = g_tma_fallbacks = 0;
 }
 
 void count_launch() { ++g_launches; }
 void count_unaligned_launch() { ++g_unaligned_launches; }
+void count_tma_fallback() { ++g_tma_fallbacks; }
 
 }  // namespace dg

@@ -18,7 +18,11 @@ struct CompileRequest {
   std::string target;
   std::string cache_dir;  // "": DYNGEN_CACHE_DIR or the user's cache folder
   std::string emit_dir;   // "": none; else the CUDA source and the IR after each pass go there
-  std::set<std::string> disabled_passes;
+  std::set<std::string> disabled_passes;  // pipeline passes and codegen_switch_names()
+  // The arch the source is generated for, when not the target's: "sm_90a" with target "host"
+  // runs the sm_90a kernels (wgmma, TMA) under the host emulation.
+  std::string source_arch;
+  int64_t wave_ctas = 0;  // CodegenOptions::wave_ctas (tests)
 };
 
 enum class CacheHit { kMiss = 0, kMemory = 1, kDisk = 2 };
@@ -40,13 +44,16 @@ CompileOutcome compile_graph(const Graph& g, const CompileRequest& request);
 // Process-wide counters behind dg_get_stats.
 struct RuntimeStats {
   int64_t graphs_compiled = 0, nvrtc_compiles = 0, cache_hits_memory = 0, cache_hits_disk = 0,
-          cache_misses = 0, cache_corrupt = 0, launches = 0, unaligned_launches = 0;
+          cache_misses = 0, cache_corrupt = 0, launches = 0, unaligned_launches = 0,
+          tma_fallback_launches = 0;
 };
 RuntimeStats runtime_stats();
 void reset_runtime_stats();
 void count_launch();
 // A kernel launch that takes the slow path for an unaligned operand (Note [Unaligned operands]).
 void count_unaligned_launch();
+// A GEMM whose tensor maps did not encode, so its mma.sync kernels ran (Note [Tensor maps]).
+void count_tma_fallback();
 
 // The dyngen version that enters every cache key.
 const char* dyngen_version();

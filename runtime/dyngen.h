@@ -63,8 +63,10 @@ typedef struct dg_stats {
   int64_t cache_misses;
   int64_t cache_corrupt; /* corrupt entries found and replaced */
   int64_t launches;
-  int64_t unaligned_launches; /* kernels that ran their slow path for an operand off a 16-byte
-                                 boundary (a view with a storage offset); the first is logged */
+  int64_t unaligned_launches;    /* kernels that ran their slow path for an operand off a 16-byte
+                                    boundary (a view with a storage offset); the first is logged */
+  int64_t tma_fallback_launches; /* GEMM calls that ran their mma.sync kernels: a tensor map
+                                    was refused (an operand off 16 bytes); the first is logged */
 } dg_stats;
 
 const char* dg_version(void);

@@ -9,6 +9,22 @@ namespace dg {
 namespace {
 std::string describe_input(int i) { return "input " + std::to_string(i); }
 
+std::string describe_buffer(const BufferRef& b) {
+  switch (b.kind) {
+    case BufferRef::kInput:
+      return describe_input(b.index);
+    case BufferRef::kOutput:
+      return "output " + std::to_string(b.index);
+    case BufferRef::kWorkspace:
+      break;
+  }
+  return "a workspace buffer";
+}
+
+// Note [Tensor maps]: the shape program's results per map: offset_bytes, rows, cols,
+// row_stride_bytes.
+constexpr size_t kResultsPerMap = 4;
+
 // Note [Host scalars]
 // Under dynamic=True Dynamo turns Python floats (PEFT's LoRA scaling) into 0-d CPU tensors that
 // become graph inputs beside the GPU tensors. A GPU executable takes such a rank-0 host tensor by
@@ -75,6 +91,10 @@ Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan p
   e->checked_at_ = exprs.size();
   for (const KernelLaunch& k : e->plan_.kernels)
     for (const CheckedOperand& c : k.checked_operands) exprs.push_back(c.offset_bytes);
+  e->maps_at_ = exprs.size();
+  for (const KernelLaunch& k : e->plan_.kernels)
+    for (const TensorMapArg& m : k.tensor_maps)
+      exprs.insert(exprs.end(), {m.offset_bytes, m.rows, m.cols, m.row_stride_bytes});
   try {
     e->program_ = ShapeProgram::compile(e->plan_.symbols, exprs);
   } catch (const std::exception& ex) {
@@ -235,13 +255,17 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
       if (outputs[j].shape[d] != batch->results[at++])
         return Status::error("output " + std::to_string(j) + " has the wrong shape");
   }
-  size_t total_ptrs = 0, total_args = 0;
+  size_t total_ptrs = 0, total_maps = 0, total_args = 0;
   for (const KernelLaunch& k : plan_.kernels) {
     total_ptrs += k.buffers.size();
-    total_args += k.buffers.size() + plan_.symbols.size();
+    total_maps += k.tensor_maps.size();
+    total_args += k.buffers.size() + k.tensor_maps.size() + plan_.symbols.size();
   }
   batch->pointers.resize(total_ptrs);
+  batch->tensor_maps.resize(total_maps);  // sized once: args point into it
   batch->args.resize(total_args);
+  batch->tma_ok.assign(plan_.kernels.size(), 1);
+  batch->tma_refusal.clear();
   // Note [Host scalars]: where each scalar's value goes in the workspace.
   size_t scalars_at =
       (kernel_workspace_bytes(*batch) + kScalarAlign - 1) / kScalarAlign * kScalarAlign;
@@ -251,8 +275,10 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
         return static_cast<char*>(workspace) + scalars_at + kScalarSlot * k;
     return inputs[index].data;
   };
-  size_t p = 0, a = 0;
-  for (const KernelLaunch& k : plan_.kernels) {
+  size_t p = 0, a = 0, m = 0, r = maps_at_;
+  for (size_t kernel = 0; kernel < plan_.kernels.size(); ++kernel) {
+    const KernelLaunch& k = plan_.kernels[kernel];
+    const size_t first_pointer = p;
     for (const BufferRef& b : k.buffers) {
       void* ptr = nullptr;
       switch (b.kind) {
@@ -269,9 +295,55 @@ Status Executable::pack(const dg_tensor* inputs, int num_inputs, const dg_tensor
       batch->pointers[p] = ptr;
       batch->args[a++] = &batch->pointers[p++];
     }
+    if (!k.tensor_maps.empty() && !grid_empty(*batch, kernel)) {
+      Status encoded = encode_tensor_maps(k, batch, first_pointer, m, r);
+      if (!encoded.ok() && batch->tma_refusal.empty()) batch->tma_refusal = encoded.message();
+      batch->tma_ok[kernel] = encoded.ok();
+    }
+    r += kResultsPerMap * k.tensor_maps.size();
+    for (size_t i = 0; i < k.tensor_maps.size(); ++i) batch->args[a++] = &batch->tensor_maps[m++];
     for (size_t s = 0; s < plan_.symbols.size(); ++s) batch->args[a++] = &batch->symbol_values[s];
   }
   return {};
+}
+
+bool Executable::grid_empty(const LaunchBatch& batch, size_t k) const {
+  for (int d = 0; d < 3; ++d)
+    if (batch.results[grids_at_ + 3 * k + d] <= 0) return true;
+  return false;
+}
+
+Status Executable::encode_tensor_maps(const KernelLaunch& kl, LaunchBatch* batch,
+                                      size_t first_pointer, size_t first_map,
+                                      size_t first_result) const {
+  for (size_t i = 0; i < kl.tensor_maps.size(); ++i) {
+    const TensorMapArg& t = kl.tensor_maps[i];
+    const int64_t* v = &batch->results[first_result + kResultsPerMap * i];
+    const auto address = reinterpret_cast<uintptr_t>(batch->pointers[first_pointer + t.param]) +
+                         static_cast<uintptr_t>(v[0]);
+    Status s = module_ ? module_->encode_tensor_map(
+                             &batch->tensor_maps[first_map + i],
+                             reinterpret_cast<const void*>(address), static_cast<uint64_t>(v[1]),
+                             static_cast<uint64_t>(v[2]), static_cast<uint64_t>(v[3]),
+                             static_cast<uint32_t>(t.box_rows), static_cast<uint32_t>(t.box_cols))
+                       : Status::error("no kernel module here to encode it");
+    if (!s.ok())
+      return Status::error("the tensor map of " + describe_buffer(kl.buffers[t.param]) +
+                           " was refused: " + s.message());
+  }
+  return {};
+}
+
+void Executable::report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& batch) const {
+  count_tma_fallback();
+  std::call_once(tma_fallback_logged_, [&] {
+    std::fprintf(stderr,
+                 "dyngen: warning: kernel %s cannot read its operands with TMA: %s. Its mma.sync "
+                 "kernels ran instead: the same results, slower. A contiguous copy of the tensor, "
+                 "16-byte aligned, avoids it. Later such calls of this graph are counted in the "
+                 "stats (tma_fallback_launches), not logged.\n",
+                 kl.name.c_str(), batch.tma_refusal.c_str());
+  });
 }
 
 void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
@@ -283,10 +355,7 @@ void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBat
     if (address % 16 == 0) continue;
     count_unaligned_launch();
     std::call_once(unaligned_logged_, [&] {
-      const BufferRef& b = kl.buffers[c.param];
-      const std::string what = b.kind == BufferRef::kInput    ? describe_input(b.index)
-                               : b.kind == BufferRef::kOutput ? "output " + std::to_string(b.index)
-                                                              : "a workspace buffer";
+      const std::string what = describe_buffer(kl.buffers[c.param]);
       std::fprintf(stderr,
                    "dyngen: warning: kernel %s reads %s at an address that is %u bytes past a "
                    "16-byte boundary, so it runs its element-load loop instead of the 16-byte "
@@ -317,10 +386,11 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
     }
   }
   size_t a = 0, p = 0, c = checked_at_;
+  bool run_fallbacks = false;  // Note [Tensor maps]: the last GEMM's maps did not encode
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {
     const KernelLaunch& kl = plan_.kernels[k];
     void** args = batch.args.data() + a;
-    a += kl.buffers.size() + plan_.symbols.size();
+    a += kl.buffers.size() + kl.tensor_maps.size() + plan_.symbols.size();
     const size_t first_pointer = p, first_checked = c;
     p += kl.buffers.size();
     c += kl.checked_operands.size();
@@ -332,7 +402,15 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       if (v > 0x7fffffff) return Status::error("grid too large for kernel " + kl.name);
       grid[d] = static_cast<uint32_t>(v);
     }
+    // A GEMM's kernels run from its variant 0 to the next GEMM's (Note [Tile choice]).
+    if (kl.variant == 0 && !kl.tma_fallback) run_fallbacks = false;
     if (empty) continue;  // nothing to compute, e.g. zero tokens
+    if (kl.tma_fallback && !run_fallbacks) continue;
+    if (!batch.tma_ok[k]) {
+      report_tma_fallback(kl, batch);
+      run_fallbacks = true;
+      continue;
+    }
     check_operand_alignment(kl, batch, first_pointer, first_checked);
     s = module_->launch(k, batch.device, grid, kl.block, kl.shared_bytes, args, stream);
     if (!s.ok()) return Status::error(kl.name + ": " + s.message());

@@ -21,9 +21,14 @@ struct LaunchBatch {
   int device = -1;                // the CUDA device of a GPU executable's tensors
   std::vector<int> host_scalars;  // inputs passed by value: Note [Host scalars]
   std::vector<int64_t> symbol_values;
-  std::vector<int64_t> results;  // the shape program's results
-  std::vector<void*> pointers;   // buffer pointers, kernel after kernel
-  std::vector<void*> args;       // cuLaunchKernel-style argument pointers, kernel after kernel
+  std::vector<int64_t> results;             // the shape program's results
+  std::vector<void*> pointers;              // buffer pointers, kernel after kernel
+  std::vector<TensorMapBytes> tensor_maps;  // kernel after kernel: Note [Tensor maps]
+  std::vector<void*> args;  // cuLaunchKernel-style: each kernel's pointers, maps, then symbols
+  // Per kernel: 1 when its tensor maps encoded (or it has none, or its grid is empty).
+  std::vector<char> tma_ok;
+  // The operand and the driver's reason for the first kernel whose maps did not encode.
+  std::string tma_refusal;
 };
 
 class Executable {
@@ -63,6 +68,16 @@ class Executable {
   // per executable) logs it.
   void check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
                                size_t first_pointer, size_t first_checked) const;
+  // Whether kernel `k`'s grid (batch.results at grids_at_) has a zero extent.
+  bool grid_empty(const LaunchBatch& batch, size_t k) const;
+  // Note [Tensor maps]: encodes `kl`'s maps into batch->tensor_maps from first_map, its pointers
+  // starting at batch->pointers[first_pointer] and its maps' results at
+  // batch->results[first_result]; an error names the operand.
+  Status encode_tensor_maps(const KernelLaunch& kl, LaunchBatch* batch, size_t first_pointer,
+                            size_t first_map, size_t first_result) const;
+  // Note [Tensor maps]: kernel `kl`'s maps did not encode, so this call runs its fallback
+  // kernels; counts it and (once per executable) logs it.
+  void report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& batch) const;
 
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).
   struct SymbolSource {
@@ -78,8 +93,8 @@ class Executable {
   ShapeProgram program_;
   // Offsets into the shape program's results.
   size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0,
-         requirements_at_ = 0, checked_at_ = 0;
-  mutable std::once_flag unaligned_logged_;
+         requirements_at_ = 0, checked_at_ = 0, maps_at_ = 0;
+  mutable std::once_flag unaligned_logged_, tma_fallback_logged_;
 };
 
 }  // namespace dg

@@ -5,12 +5,15 @@
 #include <map>
 #include <mutex>
 
+#include "codegen/device/dg_tma.cuh"
 #include "runtime/cuda_driver.h"
 #include "runtime/emu/emu_module.h"
 
 namespace dg {
 
 namespace {
+
+constexpr int kBf16Bytes = 2;
 
 class HostModule : public KernelModule {
  public:
@@ -44,6 +47,18 @@ class HostModule : public KernelModule {
     return {};
   }
   bool on_gpu() const override { return false; }
+  Status encode_tensor_map(TensorMapBytes* map, const void* address, uint64_t rows, uint64_t cols,
+                           uint64_t row_stride_bytes, uint32_t box_rows,
+                           uint32_t box_cols) const override {
+    static_assert(sizeof(DgTensorMap) == sizeof(TensorMapBytes) &&
+                  alignof(DgTensorMap) == alignof(TensorMapBytes));
+    const dg_u64 dims[2] = {cols, rows};
+    const dg_u32 box[2] = {box_cols, box_rows};
+    const char* error = dg_tensor_map_encode(reinterpret_cast<DgTensorMap*>(map), kBf16Bytes,
+                                             address, dims, row_stride_bytes, box, kDgSwizzle128B);
+    if (error) return Status::error(error);
+    return {};
+  }
 
  private:
   emu::EmuModule module_;
@@ -137,6 +152,32 @@ class GpuModule : public KernelModule {
   }
 
   bool on_gpu() const override { return true; }
+
+  Status encode_tensor_map(TensorMapBytes* map, const void* address, uint64_t rows, uint64_t cols,
+                           uint64_t row_stride_bytes, uint32_t box_rows,
+                           uint32_t box_cols) const override {
+    const CudaDriver& driver = CudaDriver::instance();
+    auto encode = driver.api().cuTensorMapEncodeTiled;
+    if (!encode)
+      return Status::error("the CUDA driver lacks cuTensorMapEncodeTiled (it predates CUDA 12)");
+    // cuda.h's CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, _SWIZZLE_128B and _L2_PROMOTION_L2_128B.
+    constexpr int kBfloat16 = 9, kSwizzle128B = 3, kL2Promotion128B = 2;
+    const unsigned long long dims[2] = {cols, rows}, strides[1] = {row_stride_bytes};
+    const unsigned box[2] = {box_cols, box_rows}, element_strides[2] = {1, 1};
+    cu::Result r = encode(map, kBfloat16, 2, const_cast<void*>(address), dims, strides, box,
+                          element_strides, /*interleave=*/0, kSwizzle128B, kL2Promotion128B,
+                          /*oob_fill=*/0);
+    if (r == cu::kSuccess) return {};
+    // The driver says only "invalid argument"; the rule it applied is the documented one.
+    std::string why = driver.error_text("cuTensorMapEncodeTiled", r);
+    const dg_u64 check_dims[2] = {cols, rows};
+    const dg_u64 check_stride = row_stride_bytes;
+    const dg_u32 check_box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
+    const char* rule = dg_tensor_map_check(2, kBf16Bytes, address, check_dims, &check_stride,
+                                           check_box, ones, kDgSwizzle128B);
+    if (rule && why.find(rule) == std::string::npos) why += ": " + std::string(rule);
+    return Status::error(why);
+  }
 
  private:
   struct Loaded {

@@ -11,6 +11,12 @@
 
 namespace dg {
 
+// The bytes of one tensor map as a kernel receives them (CUtensorMap on a GPU, DgTensorMap under
+// the host emulation): Note [Tensor maps] in codegen/kernel_plan.h.
+struct alignas(64) TensorMapBytes {
+  unsigned char bytes[128];
+};
+
 class KernelModule {
  public:
   virtual ~KernelModule() = default;
@@ -25,6 +31,12 @@ class KernelModule {
   virtual Status copy_to_device(void* dst, const void* src, size_t bytes, int device,
                                 void* stream) const = 0;
   virtual bool on_gpu() const = 0;
+  // Encodes `map` for a 2-D bf16 matrix at `address`: `rows` rows of `cols` elements,
+  // `row_stride_bytes` apart, copied in boxes of box_rows x box_cols with a 128-byte swizzle. An
+  // error (the driver's reason) when the matrix breaks a rule, e.g. an address off 16 bytes.
+  virtual Status encode_tensor_map(TensorMapBytes* map, const void* address, uint64_t rows,
+                                   uint64_t cols, uint64_t row_stride_bytes, uint32_t box_rows,
+                                   uint32_t box_cols) const = 0;
 };
 
 // .so bytes from the host compiler (EmuModule).

@@ -145,7 +145,8 @@ double mma_flops_per_warp(const std::string& opcode) {
 double SassStats::instructions_per_mma() const {
   if (main_mma_loop < 0) return 0;
   const SassLoop& l = loops[main_mma_loop];
-  return l.mma > 0 ? static_cast<double>(l.instructions) / l.mma : 0;
+  constexpr double kHmmaFlops = 2.0 * 16 * 8 * 16;  // one warp's m16n8k16
+  return l.mma_flops > 0 ? l.instructions / (l.mma_flops / kHmmaFlops) : 0;
 }
 
 int SassStats::longest_path(const std::vector<bool>& excluded) const {

@@ -75,7 +75,8 @@ struct SassStats {
   double mma_flops = 0;         // per warp, over the whole function, each instruction once
   int main_mma_loop = -1;       // index into loops (Note [Loops in SASS]); -1 when no loop has MMAs
   std::vector<int> simt_loops;  // indices into loops
-  // Main loop body instructions per MMA; 0 when there is no main MMA loop.
+  // Main loop body instructions per MMA, counting an MMA as one m16n8k16 HMMA's FLOPs (an
+  // HGMMA.64x128x16 is sixteen); 0 when there is no main MMA loop.
   double instructions_per_mma() const;
   // The most instructions one warp issues on a path from the entry to an exit taking each
   // branch's side at most once (Note [Longest path]), not counting those `excluded` marks (one

@@ -106,8 +106,10 @@ bool uses_tensor_cores(const std::string& sass) {
   std::istringstream in(sass);
   std::string line;
   while (std::getline(in, line)) {
-    size_t at = line.find("HMMA.");
-    if (at != std::string::npos && line.find("*/") < at) return true;
+    for (const char* mma : {"HMMA.", "HGMMA."}) {  // mma.sync, wgmma
+      size_t at = line.find(mma);
+      if (at != std::string::npos && line.find("*/") < at) return true;
+    }
   }
   return false;
 }

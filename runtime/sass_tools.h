@@ -18,7 +18,7 @@ std::string find_cuobjdump(std::string* why);
 std::map<std::string, std::string> sass_by_function(const std::string& cuobjdump,
                                                     const std::string& cubin, std::string* error);
 
-// True when the SASS holds a warp-level tensor-core MMA (HMMA).
+// True when the SASS holds a tensor-core MMA: HMMA (mma.sync) or HGMMA (wgmma).
 bool uses_tensor_cores(const std::string& sass);
 
 }  // namespace dg

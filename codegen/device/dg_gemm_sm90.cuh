@@ -1,22 +1,23 @@
 // The sm_90a GEMM main loop: warp-specialized, TMA loads into a ring of shared-memory stages
-// guarded by mbarriers, wgmma consumers (Note [Warp-specialized main loop]). Not yet emitted by
-// the code generator; the emulation tests and the SASS checks hold it to the reference first.
+// guarded by mbarriers, wgmma consumers (Note [Warp-specialized main loop]). The code generator
+// emits it for sm_90a (Note [sm_90a GEMMs] in codegen/emit_wgmma.cc).
 //
 // Note [Warp-specialized main loop]
-// - A block of kConsumers + 1 warpgroups computes a BM x BN tile of C = A B^T, A [M][K] and B
-//   [N][K] both K-major (a linear layer's activations and weight), K in steps of 64: one 128-byte
-//   swizzle row of bf16, so each stage holds A's BM rows and B's BN rows as 128-byte swizzle
-//   atoms (Note [TMA box copies] in dg_tma.cuh), SBO 1024, and a k16 step is 32 bytes further
-//   into the rows (Note [wgmma layouts] in dg_wgmma.cuh).
+// - A block of kConsumers + 1 warpgroups computes a BM x BN tile of C_j = A B_j^T for NB (1 or
+//   2) B operands sharing A, A [M][K] and B_j [N][K] all K-major (a linear layer's activations
+//   and weights), K in steps of 64: one 128-byte swizzle row of bf16, so each stage holds A's BM
+//   rows and each B's BN rows as 128-byte swizzle atoms (Note [TMA box copies] in dg_tma.cuh),
+//   SBO 1024, and a k16 step is 32 bytes further into the rows (Note [wgmma layouts] in
+//   dg_wgmma.cuh).
 // - The last warpgroup is the producer: one thread waits for a stage to be free (its `empty`
-//   barrier), expects the stage's bytes on its `full` barrier and issues the two TMA boxes. The
+//   barrier), expects the stage's bytes on its `full` barrier and issues the 1 + NB TMA boxes. The
 //   boxes overhang M and K with zeros (the TMA fill), so ragged tiles need no predicates, and M
 //   is a run-time value: a block past M is never launched, a partial one computes zeros there.
-// - Each consumer warpgroup owns 64 rows: it waits for `full`, issues four k16 wgmmas into its
-//   BN / 2 accumulators per thread, commits them, and waits for all but that group, so the
-//   previous k tile's wgmmas have retired; then each of its warps frees that tile's stage (one
-//   arrival per warp: a wait retires the waiting warp's part, so one warp's leader freeing the
-//   stage for all of them let the producer overwrite it under another warp's wgmma; the
+// - Each consumer warpgroup owns 64 rows: it waits for `full`, issues four k16 wgmmas per B
+//   operand into its NB x BN / 2 accumulators per thread, commits them, and waits for all but that
+//   group, so the previous k tile's wgmmas have retired; then each of its warps frees that tile's
+//   stage (one arrival per warp: a wait retires the waiting warp's part, so one warp's leader
+//   freeing the stage for all of them let the producer overwrite it under another warp's wgmma; the
 //   adversarial emulation found that). Stages rotate every k tile; the phase parity of a
 //   stage's barriers is its round (tile / STAGES).
 //   The producer's first round waits on parity 1, which an untouched barrier reports complete.
@@ -32,35 +33,37 @@
 #include "dg_sync.cuh"  // dg_dynamic_smem
 #endif
 
-template <int BM_, int BN_, int STAGES_>
+template <int BM_, int BN_, int STAGES_, int NB_ = 1>
 struct DgWgmmaTile {
-  static constexpr int BM = BM_, BN = BN_, kStages = STAGES_;
+  static constexpr int BM = BM_, BN = BN_, kStages = STAGES_, NB = NB_;
   static constexpr int kBK = 64;  // one 128-byte swizzle row of bf16
   static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kStageA = BM * kBK * 2, kStageB = BN * kBK * 2;
-  static constexpr int kStage = kStageA + kStageB;
+  static constexpr int kStage = kStageA + NB * kStageB;
   // The stages, then each stage's full and empty barriers.
   static constexpr int kSmemBytes = kStages * kStage + 2 * kStages * 8;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
   static_assert(BN == 16 || BN == 32 || BN == 64 || BN == 128 || BN == 256,
                 "an N the wgmma instruction set covers (dg_wgmma.cuh)");
   static_assert(kStages >= 2, "at least two stages, so loads overlap the MMAs");
+  static_assert(NB == 1 || NB == 2, "one B operand, or two sharing A");
   static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0,
                 "tiles on 1024-byte boundaries for the 128-byte swizzle");
 };
 
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
 
-// Accumulates the block's BM x BN tile at (m0, n0) over [0, K) into acc (zeroed here): the
-// consumers return true with their accumulators (Note [wgmma layouts]: warpgroup w holds rows
-// 64 w + [0, 64)); the producer returns false once its loads are issued. a_map and b_map are
-// 2-D maps of A (dims {K, M}, box {64, BM}) and B (dims {K, N}, box {64, BN}), 128-byte swizzle.
-// Every thread of the block calls it, with Tile::kSmemBytes of dynamic shared memory.
+// Accumulates the block's BM x BN tiles at (m0, n0) over [0, K) into acc (zeroed here), acc[j]
+// for B operand j: the consumers return true with their accumulators (Note [wgmma layouts]:
+// warpgroup w holds rows 64 w + [0, 64)); the producer returns false once its loads are issued.
+// a_map and b_maps[j] are 2-D maps of A (dims {K, M}, box {64, BM}) and B_j (dims {K, N}, box
+// {64, BN}), 128-byte swizzle. Every thread of the block calls it, with Tile::kSmemBytes of
+// dynamic shared memory.
 template <class Tile>
-DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* a_map,
-                                 const DgTensorMap* b_map, long long m0, long long n0,
-                                 long long K) {
+DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgTensorMap* a_map,
+                                 const DgTensorMap* const (&b_maps)[Tile::NB], long long m0,
+                                 long long n0, long long K) {
   unsigned char* const smem = dg_dynamic_smem();
   dg_u64* const full = reinterpret_cast<dg_u64*>(smem + Tile::kStages * Tile::kStage);
   dg_u64* const empty = full + Tile::kStages;
@@ -84,25 +87,32 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* 
         dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
         unsigned char* const stage = smem + s * Tile::kStage;
         dg_tma_load_2d(stage, a_map, t * Tile::kBK, static_cast<int>(m0), &full[s]);
-        dg_tma_load_2d(stage + Tile::kStageA, b_map, t * Tile::kBK, static_cast<int>(n0), &full[s]);
+        DG_UNROLL
+        for (int j = 0; j < Tile::NB; ++j)
+          dg_tma_load_2d(stage + Tile::kStageA + j * Tile::kStageB, b_maps[j], t * Tile::kBK,
+                         static_cast<int>(n0), &full[s]);
       }
     }
     return false;
   }
   DG_UNROLL
-  for (int i = 0; i < Tile::BN / 2; ++i) acc[i] = 0.0f;
+  for (int j = 0; j < Tile::NB; ++j) DG_UNROLL
+  for (int i = 0; i < Tile::BN / 2; ++i) acc[j][i] = 0.0f;
   for (int t = 0; t < k_tiles; ++t) {
     const int s = t % Tile::kStages;
     dg_mbarrier_wait_parity(&full[s], static_cast<unsigned>(t / Tile::kStages) & 1u);
     unsigned char* const stage = smem + s * Tile::kStage;
     const dg_u64 da =
         dg_wgmma_desc(dg_smem_address(stage + wg * 64 * 128), 16, 1024, kDgSwizzle128B);
-    const dg_u64 db =
-        dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA), 16, 1024, kDgSwizzle128B);
     dg_wgmma_fence();
     DG_UNROLL
-    for (int kk = 0; kk < Tile::kBK / 16; ++kk)
-      dg_wgmma_m64nNk16_bf16<Tile::BN>(acc, da + 2 * kk, db + 2 * kk, true);
+    for (int j = 0; j < Tile::NB; ++j) {
+      const dg_u64 db = dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB),
+                                      16, 1024, kDgSwizzle128B);
+      DG_UNROLL
+      for (int kk = 0; kk < Tile::kBK / 16; ++kk)
+        dg_wgmma_m64nNk16_bf16<Tile::BN>(acc[j], da + 2 * kk, db + 2 * kk, true);
+    }
     dg_wgmma_commit();
     dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired: free its stage
     if (threadIdx.x % 32 == 0 && t > 0) dg_mbarrier_arrive(&empty[(t - 1) % Tile::kStages]);
@@ -111,16 +121,80 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::BN / 2], const DgTensorMap* 
   return true;
 }
 
-// Calls epi(row, col, value) for the consumer's accumulators inside [0, M) x [0, N).
+// Calls epi(row, col, value) (NB = 1) or epi(row, col, value0, value1) (NB = 2) for the
+// consumer's accumulators inside [0, M) x [0, N).
 template <class Tile, class Epi>
-DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::BN / 2], long long m0, long long M,
-                                 long long n0, long long N, const Epi& epi) {
+DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
+                                 long long M, long long n0, long long N, const Epi& epi) {
   const int T = static_cast<int>(threadIdx.x % 128);
   const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
   DG_UNROLL
   for (int i = 0; i < Tile::BN / 2; ++i) {
     const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
-    if (r < M && c < N) epi(r, c, acc[i]);
+    if (r >= M || c >= N) continue;
+    if constexpr (Tile::NB == 1)
+      epi(r, c, acc[0][i]);
+    else
+      epi(r, c, acc[0][i], acc[1][i]);
+  }
+}
+
+// Note [Staged rank-r epilogue] (dg_epilogue.cuh) on the wgmma accumulators: `staged[q]` holds
+// product q's U rows of the block ([BM][K + 1] floats) then its B columns ([K][BN + 1]), copied
+// before the main loop. A thread's accumulators are rows r and r + 8 (r = 64 wg + 16 warp + lane
+// / 4) of each n8 column tile, columns 2 (lane % 4) and + 1: the mma.sync m16n8 fragment per warp
+// (Note [wgmma layouts]), so the products are the same register-blocked sums, j ascending, in
+// chunks of kChunk column tiles that keep the partial sums beside the accumulators in registers.
+// Calls epi(row, col, value[, value1], rank) with rank[q] product q's value there.
+template <class Tile, int NP, int K, class Epi>
+DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
+                                      long long M, long long n0, long long N,
+                                      const float* const (&staged)[NP], const Epi& epi) {
+  constexpr int kTiles = Tile::BN / 8, kChunk = kTiles < 4 ? kTiles : 4;
+  const int T = static_cast<int>(threadIdx.x % 128);
+  const int r0 = 64 * static_cast<int>(threadIdx.x / 128) + dg_wgmma_acc_row(T, 0);
+  const int c0 = dg_wgmma_acc_col(T, 0);
+  DG_UNROLL
+  for (int chunk = 0; chunk < kTiles; chunk += kChunk) {
+    float p[NP][2][kChunk][2];
+    DG_UNROLL
+    for (int q = 0; q < NP; ++q) DG_UNROLL
+    for (int h = 0; h < 2; ++h) DG_UNROLL
+    for (int nt = 0; nt < kChunk; ++nt) p[q][h][nt][0] = p[q][h][nt][1] = 0.0f;
+    DG_NO_UNROLL
+    for (int j = 0; j < K; ++j) {
+      DG_UNROLL
+      for (int q = 0; q < NP; ++q) {
+        const float* u = staged[q] + r0 * (K + 1) + j;
+        const float u0 = u[0], u1 = u[8 * (K + 1)];
+        const float* w = staged[q] + Tile::BM * (K + 1) + j * (Tile::BN + 1) + c0 + 8 * chunk;
+        DG_UNROLL
+        for (int nt = 0; nt < kChunk; ++nt) {
+          const float w0 = w[8 * nt], w1 = w[8 * nt + 1];
+          p[q][0][nt][0] += u0 * w0;
+          p[q][0][nt][1] += u0 * w1;
+          p[q][1][nt][0] += u1 * w0;
+          p[q][1][nt][1] += u1 * w1;
+        }
+      }
+    }
+    DG_UNROLL
+    for (int nt = 0; nt < kChunk; ++nt) {
+      DG_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        // acc index 4 n + i holds row r0 + 8 (i / 2), column 8 n + c0 + i % 2.
+        const int n = chunk + nt;
+        const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0 + i % 2;
+        if (row >= M || col >= N) continue;
+        float rank[NP];
+        DG_UNROLL
+        for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
+        if constexpr (Tile::NB == 1)
+          epi(row, static_cast<int>(col), acc[0][4 * n + i], rank);
+        else
+          epi(row, static_cast<int>(col), acc[0][4 * n + i], acc[1][4 * n + i], rank);
+      }
+    }
   }
 }
 

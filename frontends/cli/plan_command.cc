@@ -144,7 +144,8 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
            "--baseline eager: also estimate eager PyTorch on the unfused "
            "graph, and the ratio.\n"
            "--disable-pass NAME skips a pass, e.g. a fusion pass, for the "
-           "unfused figures.\n";
+           "unfused figures;\n"
+           "--disable-pass wgmma keeps sm_90a GEMMs on mma.sync (no wgmma or TMA).\n";
     return kExitOk;
   }
   std::optional<GpuSpec> gpu = find_gpu(gpu_name);
@@ -173,6 +174,7 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
   if (!check_bindings(*graph, flags.bindings, flags.file, err)) return kExitInvalidInput;
   for (const std::string& p : flags.disabled_passes) {
     std::vector<std::string> names = pipeline_pass_names();
+    for (const std::string& s : codegen_switch_names()) names.push_back(s);
     if (std::find(names.begin(), names.end(), p) == names.end()) {
       std::string known;
       for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
@@ -187,7 +189,7 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
     PipelineOptions popts;
     popts.disabled = flags.disabled_passes;
     optimized = run_pipeline(*graph, popts);
-    plan = emit_cuda(optimized);
+    plan = emit_cuda(optimized, codegen_options_for(arch, flags.disabled_passes));
   } catch (const UnsupportedError& e) {
     err << "dyngen: " << flags.file << ": " << e.what() << "\n";
     return kExitUnsupported;

@@ -95,9 +95,8 @@ void print_plan_text(const PlanReport& r, std::ostream& out) {
     }
     out << line;
   }
-  out << "(inst/MMA: main-loop SASS instructions per tensor-core MMA; '+': the "
-         "loop holds inner "
-         "loops, counted once)\n";
+  out << "(inst/MMA: main-loop SASS instructions per tensor-core MMA, a wgmma counted as the "
+         "m16n8k16 MMAs its FLOPs make; '+': the loop holds inner loops, counted once)\n";
   const PlanEstimate& p = r.roofline;
   out << "\ntotal: " << p.launches << " launches, " << fmt("%.3f", p.flops / 1e9) << " GFLOP ("
       << fmt("%.3f", p.tensor_flops / 1e9) << " on tensor cores), " << fmt("%.3f", p.bytes / 1e6)

@@ -12,6 +12,7 @@
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "tests/codegen/shifted_input.h"
 
 namespace dg {
 namespace {
@@ -63,37 +64,6 @@ int64_t sites_checking(const KernelPlan& plan, int input) {
 
 int64_t unaligned_launches() { return runtime_stats().unaligned_launches; }
 
-// Runs `exe` with input `shifted` copied to an address 2 bytes past a 16-byte boundary; returns
-// the output's bytes.
-std::vector<uint8_t> run_shifted(const Executable& exe, const std::vector<HostTensor>& inputs,
-                                 int shifted) {
-  std::vector<dg_tensor> in(inputs.size());
-  const HostTensor& moved = inputs[shifted];
-  std::unique_ptr<uint8_t, decltype(&std::free)> storage(
-      static_cast<uint8_t*>(std::aligned_alloc(64, (moved.bytes.size() + 2 + 63) / 64 * 64)),
-      &std::free);
-  std::memcpy(storage.get() + 2, moved.bytes.data(), moved.bytes.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in[i].data = i == static_cast<size_t>(shifted) ? storage.get() + 2
-                                                   : const_cast<uint8_t*>(inputs[i].bytes.data());
-    in[i].rank = inputs[i].rank();
-    in[i].dtype = static_cast<int32_t>(inputs[i].dtype);
-    for (int d = 0; d < inputs[i].rank(); ++d) in[i].shape[d] = inputs[i].shape[d];
-  }
-  dg_tensor out{};
-  size_t workspace_bytes = 0;
-  EXPECT_TRUE(exe.prepare(in.data(), static_cast<int>(in.size()), &out, 1, &workspace_bytes).ok());
-  HostTensor y = make_tensor(static_cast<DType>(out.dtype),
-                             std::vector<int64_t>(out.shape, out.shape + out.rank));
-  out.data = y.bytes.data();
-  std::unique_ptr<void, decltype(&std::free)> workspace(
-      workspace_bytes ? std::aligned_alloc(256, (workspace_bytes + 255) / 256 * 256) : nullptr,
-      &std::free);
-  Status s = exe.launch(in.data(), static_cast<int>(in.size()), &out, 1, workspace.get(), nullptr);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return y.bytes;
-}
-
 TEST(UnalignedOperands, GemmKernelsListTheAddressesTheyCheck) {
   Compiled c = compile_lora_linear();
   ASSERT_TRUE(c.exe);
@@ -118,8 +88,8 @@ TEST(UnalignedOperands, SlowPathIsCountedLoggedOnceAndExact) {
   for (int shifted : {0, 1, 2}) {
     const int64_t start = unaligned_launches();
     ::testing::internal::CaptureStderr();
-    const std::vector<uint8_t> first = run_shifted(*c.exe, inputs.value(), shifted);
-    const std::vector<uint8_t> second = run_shifted(*c.exe, inputs.value(), shifted);
+    const std::vector<uint8_t> first = run_with_shifted_input(*c.exe, inputs.value(), shifted);
+    const std::vector<uint8_t> second = run_with_shifted_input(*c.exe, inputs.value(), shifted);
     const std::string log = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(first, aligned.value()[0].bytes) << "input " << shifted;
     EXPECT_EQ(second, aligned.value()[0].bytes) << "input " << shifted;
@@ -144,7 +114,7 @@ TEST(UnalignedOperands, NoTokensLaunchNothingAndCountNothing) {
   auto inputs = make_random_inputs(c.graph, {{"n", 0}}, 4);
   ASSERT_TRUE(inputs.ok()) << inputs.message();
   const int64_t before = unaligned_launches();
-  run_shifted(*c.exe, inputs.value(), 1);
+  run_with_shifted_input(*c.exe, inputs.value(), 1);
   EXPECT_EQ(unaligned_launches(), before);
 }
 

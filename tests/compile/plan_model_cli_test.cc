@@ -142,12 +142,14 @@ TEST(PlanModel, RankProductsFillTheH200At512Tokens) {
   }
 }
 
-// Issue 14's bars for the model's estimate against eager on an H200, forward plus backward: the
-// seed's OLMoE-shaped expert at most 0.5 at 512 tokens and 0.8 at 4096, Phi-3.5-MoE's at most 1.0
-// at 64, 512 and 4096 tokens. They hold because the main loop is lean (Note [Lean main loop]) and
-// the rank-r epilogues read staged operands (Note [Staged rank-r epilogue]), which every
-// LoRA-fused tensor-core kernel of these graphs says in its summary, and because every kernel with
-// more than 50 MFLOP launches at least a block per SM at 512 tokens (Note [Tile choice]).
+// Issues 14 and 15's bars for the model's estimate against eager on an H200, forward plus
+// backward: the seed's OLMoE-shaped expert at most 0.5 at 512 tokens and 0.6 at 4096,
+// Phi-3.5-MoE's at most 1.0 at 64 tokens and 0.8 at 512 and 4096. They hold because the main loop
+// is lean (Note [Lean main loop]), the forward's GEMMs run wgmma fed by TMA where their tiles fill
+// the GPU (Note [sm_90a GEMMs]; at 4096 tokens both LoRA-fused GEMMs do), the rank-r epilogues
+// read staged operands (Note [Staged rank-r epilogue]), which every LoRA-fused tensor-core kernel
+// of these graphs says in its summary, and every kernel with more than 50 MFLOP launches at least
+// a block per SM at 512 tokens (Note [Tile choice]).
 TEST(PlanModel, ExpertsBeatTheEagerEstimateOnTheH200) {
   struct Bar {
     const char* forward;
@@ -156,10 +158,10 @@ TEST(PlanModel, ExpertsBeatTheEagerEstimateOnTheH200) {
     double max_ratio;
   };
   const Bar bars[] = {{"seed_expert_mlp", "seed_expert_mlp_backward", 512, 0.5},
-                      {"seed_expert_mlp", "seed_expert_mlp_backward", 4096, 0.8},
+                      {"seed_expert_mlp", "seed_expert_mlp_backward", 4096, 0.6},
                       {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 64, 1.0},
-                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 512, 1.0},
-                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 1.0}};
+                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 512, 0.8},
+                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 0.8}};
   for (const Bar& bar : bars) {
     SCOPED_TRACE(std::string(bar.forward) + " at " + std::to_string(bar.tokens));
     double dyngen = 0, eager = 0;
@@ -168,17 +170,22 @@ TEST(PlanModel, ExpertsBeatTheEagerEstimateOnTheH200) {
                          " --gpu h200 --baseline eager");
       dyngen += num(j.at("total"), "estimated_seconds");
       eager += num(j.at("baseline"), "estimated_seconds");
-      int staged = 0;
+      int staged = 0, wgmma = 0;
       for (const Json& k : j.at("kernels")) {
         if (!k.at("launched").get<bool>())
           continue;  // another tile variant runs (Note [Tile choice])
         if (has(k.at("summary").get<std::string>(), "rank-r operands staged")) ++staged;
+        if (has(k.at("summary").get<std::string>(), "[wgmma")) ++wgmma;
         // Parallelism: no kernel with more than 50 MFLOP (kUnderfillFlops) has fewer blocks
         // than the GPU has SMs at 512 tokens.
-        if (bar.tokens == 512)
+        if (bar.tokens == 512) {
           EXPECT_FALSE(k.at("underfills_gpu").get<bool>()) << graph << " " << k.at("name");
+        }
       }
       EXPECT_EQ(staged, 2) << graph << ": its two LoRA-fused GEMMs stage their rank-r operands";
+      if (bar.tokens == 4096 && graph == bar.forward) {
+        EXPECT_EQ(wgmma, 2) << graph;
+      }
     }
     EXPECT_LE(dyngen / eager, bar.max_ratio) << dyngen * 1e6 << " us against " << eager * 1e6;
   }

@@ -105,6 +105,8 @@ std::string bitwise_difference(const HostTensor& a, const HostTensor& b) {
 CompileRequest double_request(const std::string& target) {
   CompileRequest req;
   req.target = target;
+  // The host module the double runs holds the source of the devices' arch (sm_90a).
+  if (target == "host") req.source_arch = "sm_90a";
   req.cache_dir = DG_DOUBLE_CACHE_DIR;
   return req;
 }

@@ -16,8 +16,9 @@ inline constexpr const char* kWgmmaGemmKernels = R"cuda(
            float* c, long long M, long long N, long long K) {                                    \
     typedef DgWgmmaTile<TILE_M, TILE_N, STAGES> Tile;                                                    \
     const long long m0 = (long long)blockIdx.x * Tile::BM, n0 = (long long)blockIdx.y * Tile::BN; \
-    float acc[Tile::BN / 2];                                                                     \
-    if (!dg_wgmma_mainloop<Tile>(acc, &a_map, &b_map, m0, n0, K)) return;                        \
+    float acc[1][Tile::BN / 2];                                                                  \
+    const DgTensorMap* const b_maps[1] = {&b_map};                                               \
+    if (!dg_wgmma_mainloop<Tile>(acc, &a_map, b_maps, m0, n0, K)) return;                        \
     dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N,                                                   \
                             [&](long long r, long long col, float v) { c[r * N + col] = v; });  \
   }                                                                                              \

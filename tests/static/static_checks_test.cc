@@ -1,8 +1,10 @@
 // Static checks of the machine code, without a GPU. For every generated kernel of the seed's
-// forward and backward graphs and of the codegen catalog, compiled for sm_80 and sm_90a:
+// forward and backward graphs, the Phi-3.5-MoE-shaped forward and the codegen catalog, compiled
+// for sm_80 and sm_90a:
 // ptxas reports 0 spill bytes and shared memory within the architecture's limits, and the SASS
 // of every kernel with bf16 contractions shows tensor-core MMAs (HMMA): bf16 GEMMs lower to the
-// tensor-core template (codegen/device/dg_gemm.cuh). The SASS checker itself is checked on the
+// tensor-core template (codegen/device/dg_gemm.cuh), and on sm_90a every kernel with tensor maps
+// shows HGMMA and UTMALDG (Note [sm_90a GEMMs]). The SASS checker itself is checked on the
 // mma test kernels of tests/emu against scalar kernels.
 #include <gtest/gtest.h>
 #include <nvrtc.h>
@@ -59,7 +61,7 @@ void PrintTo(const StaticCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<StaticCase> static_cases() {
   std::vector<StaticCase> cases;
-  for (const char* f : {"seed_expert_mlp", "seed_expert_mlp_backward"}) {
+  for (const char* f : {"seed_expert_mlp", "seed_expert_mlp_backward", "phi35moe_expert_mlp"}) {
     LoadResult r = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + f + ".dgir");
     if (!r.ok()) throw std::runtime_error(r.error);
     cases.push_back({f, std::move(r.graph)});
@@ -105,6 +107,10 @@ TEST_P(StaticChecks, NoSpillsSharedMemoryFitsAndGemmsShowExpectedMma) {
       if (k.tensor_flops == SymExpr(0)) continue;  // not a bf16 GEMM
       bool expect_hmma = !bf16_gemm_on_scalar_tile_by_design(GetParam().name);
       EXPECT_EQ(uses_tensor_cores(sass[k.name]), expect_hmma) << k.name << ": " << k.summary;
+      // Note [sm_90a GEMMs]: a kernel that takes tensor maps loads them with TMA into wgmma.
+      if (k.tensor_maps.empty()) continue;
+      EXPECT_NE(sass[k.name].find("HGMMA.64x"), std::string::npos) << k.name;
+      EXPECT_NE(sass[k.name].find("UTMALDG.2D"), std::string::npos) << k.name;
     }
   }
 }

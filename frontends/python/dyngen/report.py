@@ -26,6 +26,7 @@ def stats() -> dict:
             d[k] += capi[k]
         d["launches"] = capi["launches"]
         d["unaligned_launches"] = capi["unaligned_launches"]
+        d["tma_fallback_launches"] = capi["tma_fallback_launches"]
     d["executor"] = used or runtime.executor_name(*runtime.plan_for(None))
     d["thunder_cache_misses"] = counters.thunder_cache_misses()
     d["cache"] = cache_report(d)

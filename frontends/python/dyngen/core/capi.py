@@ -63,6 +63,7 @@ class DgStats(ctypes.Structure):
             "cache_corrupt",
             "launches",
             "unaligned_launches",
+            "tma_fallback_launches",
         )
     ]
 

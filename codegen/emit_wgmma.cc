@@ -1,0 +1,226 @@
+// Note [sm_90a GEMMs]
+// On sm_90a a tensor-core GEMM whose A and B operands are all K-major (a linear layer's
+// activations and weights: x @ W^T, dx's partner is not) runs the warp-specialized main loop of
+// codegen/device/dg_gemm_sm90.cuh: TMA boxes into a ring of 128-byte-swizzled stages, wgmma on
+// them, the epilogue unchanged in meaning on the wgmma accumulator layout (dg_wgmma_epilogue
+// calls the same lambda the mma.sync kernels call, with the rank-r products read from global
+// memory). One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
+// Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
+// every thread of the block copies the block's U rows and B columns into shared memory after
+// the stages, before the main loop (whose first barrier publishes them; after it the producer
+// warpgroup has left, so no block-wide barrier is possible), and dg_wgmma_epilogue_rank sums
+// them in registers on the wgmma layout. Read from global memory per element instead, the
+// products made the seed forward's wgmma GEMMs issue-bound: at s = 4096 `dyngen plan` put the
+// gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4 against 38.2.
+// - 128 x BN wgmma (two consumer warpgroups) from the M where its tiles fill one wave of
+//   kFillCtas blocks: a wgmma block computes a tile at the tensor cores' full rate, so one full
+//   wave of large tiles beats two of small ones (mma.sync's rule is two waves because its small
+//   tile runs at a fraction of that rate);
+// - 64 x BN wgmma (one consumer warpgroup) from the M where those fill one wave;
+// - below that, the mma.sync variants of tile_variants: too few tiles for the large ones.
+// GEMMs with N or K below 128 stay on mma.sync (wgmma_eligible).
+// BN is 128, or 64 for N <= 64 and for two B operands on the 128-row tile (registers); stages
+// kMaxStages, or fewer where shared memory ends.
+// Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
+// mma.sync variants covering the wgmma range follow as fallbacks for a call whose maps the driver
+// refuses. K segments (one accumulator over several K ranges), M- or N-major operands (the
+// backward's dgrad and wgrad) and products that cannot be staged (not f32, or of different
+// ranks) stay on mma.sync: the main loop reads K-major boxes only.
+#include <algorithm>
+
+#include "codegen/c_expr.h"
+#include "codegen/gemm.h"
+
+namespace dg {
+
+namespace {
+
+// Shared memory per block on sm_90 (228 KB per SM, 227 KB per block, CUDA C++ Programming
+// Guide, "Compute Capability 9.0"); four stages keep the copies ahead of the wgmmas (CUTLASS's
+// sm90 collective builders pick 4-7 for bf16 tiles of this size).
+constexpr int64_t kMaxSmemBytes = 227 * 1024;
+constexpr int kMaxStages = 4;
+constexpr int64_t kMinN = 128, kMinK = 128;  // wgmma_eligible
+
+struct WgmmaTile {
+  int bm, bn, stages, nb;
+  std::vector<int64_t> staged;  // each product's copies, in floats after the main loop's bytes
+  int64_t staged_floats = 0;
+  int threads() const { return 128 * (bm / 64 + 1); }
+  int64_t stage_bytes() const { return int64_t{2} * 64 * (bm + nb * bn); }
+  int64_t loop_bytes() const { return stages * stage_bytes() + 16 * stages; }  // Tile::kSmemBytes
+  int smem_bytes() const { return static_cast<int>(loop_bytes() + 4 * staged_floats); }
+};
+
+WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec) {
+  // Two B operands on two consumer warpgroups: 2 x BN / 2 accumulators a thread within the 168
+  // registers 384 threads get (65536 / 384, rounded down to 8): BN = 128 spilled 60 bytes.
+  const int nb = static_cast<int>(spec.b.size());
+  WgmmaTile t{bm, N <= 64 || (nb == 2 && bm == 128) ? 64 : 128, kMaxStages, nb, {}, 0};
+  for (const EpilogueProduct& p : spec.products) {
+    t.staged.push_back(t.staged_floats);
+    t.staged_floats += t.bm * (p.k + 1) + p.k * (t.bn + 1);
+  }
+  while (t.stages > 2 && t.smem_bytes() > kMaxSmemBytes) --t.stages;
+  return t;
+}
+
+std::string wgmma_tag(const WgmmaTile& t) {
+  return "[wgmma " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64, " +
+         std::to_string(t.stages) + " stages";
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The first M at which row tiles of `bm` rows and `col_tiles` column tiles fill one wave.
+int64_t one_wave_from(int bm, int64_t col_tiles, int64_t wave_ctas) {
+  return bm * (ceil_div(wave_ctas, col_tiles) - 1) + 1;
+}
+
+// The variants of `all` restricted to M in [lo, hi], the empty ones dropped.
+std::vector<TileVariant> clipped(const std::vector<TileVariant>& all, int64_t lo, int64_t hi) {
+  std::vector<TileVariant> out;
+  for (TileVariant v : all) {
+    v.m_lo = std::max(v.m_lo, lo);
+    v.m_hi = std::min(v.m_hi, hi);
+    if (v.m_lo <= v.m_hi) out.push_back(v);
+  }
+  return out;
+}
+
+int param_index(const KernelParams& params, BufferRef buffer) {
+  const std::vector<BufferRef>& b = params.buffers();
+  return static_cast<int>(std::find(b.begin(), b.end(), buffer) - b.begin());
+}
+
+// The kernel: the tensor maps after the pointers, the main loop, the epilogue lambda on every
+// accumulator inside [0, M) x [0, N).
+std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
+                         const WgmmaTile& t, std::vector<TensorMapArg>* maps) {
+  const int nb = static_cast<int>(spec.b.size());
+  const SymExpr two(2);
+  auto map_of = [&](const GemmOperandRef& op, const SymExpr& rows, const SymExpr& ld,
+                    int box_rows) {
+    spec.params.add(op.buffer, DType::kBF16, false);
+    maps->push_back({param_index(spec.params, op.buffer), op.offset * two, rows, spec.K, ld * two,
+                     box_rows, 64});
+  };
+  map_of(spec.a, spec.M, spec.a.row_stride, t.bm);
+  for (const GemmOperandRef& b : spec.b) map_of(b, spec.N, b.col_stride, t.bn);
+  std::string map_params, b_maps;
+  for (size_t i = 0; i < maps->size(); ++i) {
+    map_params += ", const __grid_constant__ DgTensorMap dg_map" + std::to_string(i);
+    if (i > 0) b_maps += std::string(i > 1 ? ", " : "") + "&dg_map" + std::to_string(i);
+  }
+  const std::string NB = std::to_string(nb);
+  const bool staged = !spec.products.empty();
+  std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi);\n";
+  if (staged) {
+    staging =
+        "  float* const dg_scratch = reinterpret_cast<float*>(dg_dynamic_smem() + "
+        "Tile::kSmemBytes);\n" +
+        rank_staging_code(spec.products, t.staged);
+    epilogue = "  dg_wgmma_epilogue_rank<Tile, " + std::to_string(spec.products.size()) + ", " +
+               std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, epi);\n";
+  }
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(t.threads()) + ") " +
+         name + "(" + spec.params.declaration() + map_params + ctx.symbol_params() + ") {\n" +
+         "  typedef DgWgmmaTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
+         std::to_string(t.stages) + ", " + NB + "> Tile;\n" +
+         "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ";\n" +
+         "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
+         "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
+         "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n" +
+         staging + "  float acc[" + NB + "][Tile::BN / 2];\n  const DgTensorMap* const b_maps[" +
+         NB + "] = {" + b_maps +
+         "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " + c_expr(spec.K) +
+         ")) return;\n" + epilogue + "}\n";
+}
+
+// Variant `v` of the GEMM whose first kernel is `base`, for M in [lo, hi].
+KernelLaunch site_launch(const std::string& base, const std::string& suffix, int v,
+                         const SymExpr& M, int64_t lo, int64_t hi, bool single) {
+  KernelLaunch launch;
+  launch.name = v == 0 ? base : base + suffix;
+  launch.variant = v;
+  if (!single) launch.runs = variant_selector(M, TileVariant{TileConfig{}, lo, hi});
+  return launch;
+}
+
+std::string range_text(int64_t lo, int64_t hi, bool single) {
+  return single ? "" : ", " + variant_range_text(TileVariant{TileConfig{}, lo, hi});
+}
+
+}  // namespace
+
+bool wgmma_eligible(const GemmKernelSpec& spec) {
+  if (!spec.k_segments.empty()) return false;
+  // Narrow or short GEMMs (a LoRA factor's N = 16, K = 64) fill a wave only at tens of thousands
+  // of tokens and give the pipeline one or two k tiles: mma.sync's tiles serve them.
+  if (*spec.N.as_const() < kMinN || *spec.K.as_const() < kMinK) return false;
+  for (const EpilogueProduct& p : spec.products)  // Note [Staged rank-r epilogue]
+    if (p.ct != "float" || p.k != spec.products[0].k) return false;
+  if (wgmma_tile(128, *spec.N.as_const(), spec).smem_bytes() > kMaxSmemBytes) return false;
+  const TcTransposes tr = tc_transposes(spec);
+  return !tr.at && !tr.bkn;
+}
+
+void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
+  const int nb = static_cast<int>(spec.b.size());
+  const int64_t N = *spec.N.as_const();
+  const Interval m = spec.M.bounds();
+  const int64_t lo = std::max<int64_t>(m.lo, 0), hi = m.hi;
+  const WgmmaTile big = wgmma_tile(128, N, spec), small = wgmma_tile(64, N, spec);
+  const int64_t wave = ctx.options().wave_ctas > 0 ? ctx.options().wave_ctas : kFillCtas;
+  const int64_t big_from = std::max(lo, one_wave_from(128, ceil_div(N, big.bn), wave));
+  const int64_t small_from = std::max(lo, one_wave_from(64, ceil_div(N, small.bn), wave));
+  struct Wgmma {
+    WgmmaTile tile;
+    int64_t lo, hi;
+  };
+  std::vector<Wgmma> wgmma;
+  if (big_from <= hi) wgmma.push_back({big, big_from, hi});
+  if (small_from <= std::min(hi, big_from - 1))
+    wgmma.push_back({small, small_from, std::min(hi, big_from - 1)});
+  const std::vector<TileVariant> mma = tile_variants(spec.M, N, nb);
+  const std::vector<TileVariant> below = clipped(mma, lo, small_from - 1);
+  const std::vector<TileVariant> fallback = clipped(mma, small_from, hi);
+  const bool single = wgmma.size() + below.size() == 1;
+
+  const std::string base = ctx.kernel_name(spec.what);
+  int v = 0;
+  for (const Wgmma& w : wgmma) {
+    const WgmmaTile& t = w.tile;
+    KernelLaunch launch =
+        site_launch(base, "_wgmma" + std::to_string(t.bm) + "x" + std::to_string(t.bn), v++, spec.M,
+                    w.lo, w.hi, single);
+    launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
+    launch.block = {t.threads(), 1, 1};
+    launch.shared_bytes = t.smem_bytes();
+    launch.summary = spec.summary + " " + wgmma_tag(t) +
+                     (spec.products.empty() ? "" : ", rank-r operands staged") +
+                     range_text(w.lo, w.hi, single) + "]";
+    launch.nodes = spec.nodes;
+    std::string src = wgmma_source(ctx, spec, launch.name, t, &launch.tensor_maps);
+    launch.buffers = spec.params.buffers();
+    ctx.add_kernel(std::move(launch), src);
+  }
+  // An mma.sync variant: a fallback for the wgmma range, or the tile for M below it.
+  auto emit_mma_sync = [&](const TileVariant& m, bool fallback) {
+    const TileConfig& t = m.tile;
+    const std::string tile = "_tile" + std::to_string(t.bm) + "x" + std::to_string(t.bn);
+    KernelLaunch launch = site_launch(base, fallback ? tile + "_fallback" : tile, v++, spec.M,
+                                      m.m_lo, m.m_hi, single && !fallback);
+    launch.tma_fallback = fallback;
+    launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
+    launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
+    emit_mma_sync_kernel(ctx, spec, std::move(launch), t,
+                         (fallback ? ", fallback when a tensor map is refused" : "") +
+                             range_text(m.m_lo, m.m_hi, single && !fallback));
+  };
+  // Fallbacks right after the wgmma kernels they replace (Note [Tensor maps]).
+  for (const TileVariant& f : fallback) emit_mma_sync(f, true);
+  for (const TileVariant& b : below) emit_mma_sync(b, false);
+}
+
+}  // namespace dg

@@ -1,0 +1,176 @@
+// Note [sm_90a GEMMs]: the sm_90a source's GEMMs (wgmma fed by TMA, codegen/emit_wgmma.cc) run
+// under host emulation against the reference at token counts around every tile and stage
+// boundary, and a tensor map the driver would refuse (an operand off a 16-byte boundary) runs
+// the mma.sync fallback, counted and logged once, with the same results (Note [Tensor maps]).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/text_format.h"
+#include "runtime/compiler.h"
+#include "runtime/host_run.h"
+#include "tests/codegen/shifted_input.h"
+
+namespace dg {
+namespace {
+
+// A SwiGLU MLP without adapters: gate and up share A (two B operands, one kernel), the down
+// projection has N = 136 (a partial column tile) and K = 192; the first K = 200 ends in a partial
+// 64-wide k tile.
+constexpr const char* kSwigluMlp = R"(graph @swiglu_mlp
+sym n in [0, inf] div 1
+input %x: bf16[n, 200]
+input %wg: bf16[192, 200]
+input %wu: bf16[192, 200]
+input %wd: bf16[136, 192]
+%g: bf16[n, 192] = linear(%x, %wg)
+%u: bf16[n, 192] = linear(%x, %wu)
+%a: bf16[n, 192] = silu(%g)
+%h: bf16[n, 192] = mul(%a, %u)
+%y: bf16[n, 136] = linear(%h, %wd)
+output %y
+)";
+
+// The sm_90a source under the host emulation, with waves of `wave_ctas` blocks.
+CompileRequest sm90_request(int64_t wave_ctas) {
+  CompileRequest req;
+  req.target = "host";
+  req.source_arch = "sm_90a";
+  req.wave_ctas = wave_ctas;
+  req.cache_dir = (std::filesystem::temp_directory_path() / "dyngen-wgmma-cache").string();
+  return req;
+}
+
+struct Compiled {
+  Graph graph;
+  std::shared_ptr<Executable> exe;
+};
+
+// Waves of 4 blocks put both wgmma tiles at small M: with two or three column tiles, 64 x 128
+// from M = 65 and 128 x 128 (128 x 64 for gate/up) from M = 129; mma.sync below.
+Compiled compile_sm90(const std::set<std::string>& disabled = {}) {
+  ParseResult parsed = parse_graph_text(kSwigluMlp);
+  EXPECT_TRUE(parsed.ok()) << parsed.error;
+  CompileRequest req = sm90_request(4);
+  req.disabled_passes = disabled;
+  CompileOutcome o = compile_graph(parsed.graph, req);
+  EXPECT_TRUE(o.ok()) << o.error;
+  return {parsed.graph, o.executable};
+}
+
+int count_with(const KernelPlan& plan, const std::string& text) {
+  int n = 0;
+  for (const KernelLaunch& k : plan.kernels) n += k.summary.find(text) != std::string::npos;
+  return n;
+}
+
+TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
+  Compiled c = compile_sm90();
+  ASSERT_TRUE(c.exe);
+  const KernelPlan& plan = c.exe->plan();
+  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 1);  // gate/up: two B operands
+  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 1);
+  EXPECT_EQ(count_with(plan, "[wgmma 64x128x64"), 2);
+  EXPECT_EQ(launch_sites(plan), 2u);
+  int maps = 0, fallbacks = 0;
+  for (const KernelLaunch& k : plan.kernels) {
+    maps += static_cast<int>(k.tensor_maps.size());
+    fallbacks += k.tma_fallback;
+    if (!k.tensor_maps.empty()) {
+      EXPECT_GT(k.shared_bytes, 48 * 1024) << k.name;
+    }
+  }
+  EXPECT_EQ(maps, 2 * 3 + 2 * 2);  // gate/up: A and two B; down: A and B; two tiles each
+  EXPECT_GE(fallbacks, 2);
+  EXPECT_NE(plan.source.find("dg_wgmma_mainloop"), std::string::npos);
+
+  Compiled off = compile_sm90({"wgmma"});
+  ASSERT_TRUE(off.exe);
+  EXPECT_EQ(count_with(off.exe->plan(), "[wgmma"), 0);
+  EXPECT_EQ(off.exe->plan().source.find("dg_wgmma_mainloop"), std::string::npos);
+}
+
+TEST(WgmmaGemm, MatchesTheReferenceAroundEveryTileBoundary) {
+  Compiled c = compile_sm90();
+  ASSERT_TRUE(c.exe);
+  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
+  for (int64_t n : {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}) {
+    auto inputs = make_random_inputs(c.graph, {{"n", n}}, 90 + n);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(c.graph, *c.exe, inputs.value(), 1.0, {},
+                                          ToleranceMode::kTensorScale);
+    ASSERT_TRUE(checks.ok()) << n << ": " << checks.message();
+    for (const OutputCheck& check : checks.value())
+      EXPECT_TRUE(check.ok) << "n = " << n << " " << check.what << check.message;
+  }
+  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+}
+
+TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
+  Compiled c = compile_sm90();
+  ASSERT_TRUE(c.exe);
+  const int64_t n = 200;  // the 128 x 128 wgmma tile
+  auto inputs = make_random_inputs(c.graph, {{"n", n}}, 7);
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+  auto reference = run_on_host(*c.exe, inputs.value());
+  ASSERT_TRUE(reference.ok()) << reference.message();
+
+  const int64_t before = runtime_stats().tma_fallback_launches;
+  ::testing::internal::CaptureStderr();
+  const std::vector<uint8_t> first = run_with_shifted_input(*c.exe, inputs.value(), 0);
+  const std::vector<uint8_t> second = run_with_shifted_input(*c.exe, inputs.value(), 0);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // Only the gate/up GEMM reads x; the down projection's maps still encode.
+  EXPECT_EQ(runtime_stats().tma_fallback_launches - before, 2);
+  // One line for the refused map; the fallback's own unaligned-operand line is the other warning
+  // (Note [Unaligned operands]).
+  const std::string tma = "cannot read its operands with TMA";
+  size_t lines = 0;
+  for (size_t at = log.find(tma); at != std::string::npos; at = log.find(tma, at + 1)) ++lines;
+  EXPECT_EQ(lines, 1u) << log;
+  // The fallback runs the mma.sync kernel the sm_90a source without wgmma runs for this M: the
+  // same bits.
+  Compiled off = compile_sm90({"wgmma"});
+  ASSERT_TRUE(off.exe);
+  auto mma_sync = run_on_host(*off.exe, inputs.value());
+  ASSERT_TRUE(mma_sync.ok()) << mma_sync.message();
+  EXPECT_EQ(first, mma_sync.value()[0].bytes);
+  EXPECT_EQ(second, first);
+}
+
+// The seed's LoRA expert forward on sm_90a: both GEMMs carry rank-r products, staged for the
+// wgmma epilogue (dg_wgmma_epilogue_rank). Waves of 32 blocks put the 128-row tiles from M = 129
+// and the down projection's 64-row tile at 65 <= M <= 128; mma.sync below.
+TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
+  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir");
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string widened = text.str();
+  const std::string range = "sym s77 in [2, inf]";
+  ASSERT_NE(widened.find(range), std::string::npos);
+  widened.replace(widened.find(range), range.size(), "sym s77 in [0, inf]");
+  ParseResult parsed = parse_graph_text(widened);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  CompileOutcome o = compile_graph(parsed.graph, sm90_request(32));
+  ASSERT_TRUE(o.ok()) << o.error;
+  const KernelPlan& plan = o.executable->plan();
+  EXPECT_EQ(count_with(plan, "[wgmma 128x"), 2);
+  EXPECT_EQ(count_with(plan, "[wgmma 64x"), 1);
+  EXPECT_NE(plan.source.find("dg_wgmma_epilogue_rank"), std::string::npos);
+  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
+  for (int64_t s : {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}) {
+    auto inputs = make_random_inputs(parsed.graph, {{"s77", s}}, 300 + s);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(parsed.graph, *o.executable, inputs.value(), 1.0, {},
+                                          ToleranceMode::kTensorScale);
+    ASSERT_TRUE(checks.ok()) << "s = " << s << ": " << checks.message();
+    for (const OutputCheck& c : checks.value())
+      EXPECT_TRUE(c.ok) << "s = " << s << " " << c.what << c.message;
+  }
+  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+}
+
+}  // namespace
+}  // namespace dg
