@@ -99,6 +99,7 @@ int dg_compile(const dg_graph* g, const dg_compile_options* opts, dg_executable*
       if (opts->target) req.target = opts->target;
       if (opts->cache_dir) req.cache_dir = opts->cache_dir;
       if (opts->emit_dir) req.emit_dir = opts->emit_dir;
+      if (opts->source_arch) req.source_arch = opts->source_arch;
       if (opts->disabled_passes) {
         std::string list = opts->disabled_passes;
         size_t start = 0;

@@ -53,6 +53,9 @@ typedef struct dg_compile_options {
   const char* cache_dir; /* NULL: $DYNGEN_CACHE_DIR or the user's cache folder */
   const char* emit_dir;  /* NULL, or a folder for the CUDA source and the IR after each pass */
   const char* disabled_passes; /* NULL, or comma-separated pass names to skip (bisecting) */
+  const char* source_arch;     /* NULL, or the arch the kernels are generated for when not the
+                                  target's: "sm_90a" with target "host" runs sm_90a's (wgmma) kernels
+                                  under the emulation */
 } dg_compile_options;
 
 typedef struct dg_stats {

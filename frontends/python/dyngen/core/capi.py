@@ -48,6 +48,7 @@ class DgCompileOptions(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("emit_dir", ctypes.c_char_p),
         ("disabled_passes", ctypes.c_char_p),
+        ("source_arch", ctypes.c_char_p),
     ]
 
 

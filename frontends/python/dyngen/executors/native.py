@@ -36,9 +36,12 @@ class CapiExecutable(Executable):
         target: str | None = None,
         emit_dir: str | None = None,
         host_memory_as_device: bool = False,
+        source_arch: str | None = None,
     ):
         """`emit_dir`: a folder for the core's IR after each pass and the generated source.
-        `host_memory_as_device`: CPU tensors are passed as device 0's (the driver double)."""
+        `host_memory_as_device`: CPU tensors are passed as device 0's (the driver double).
+        `source_arch`: the arch the kernels are generated for when not the target's ("sm_90a"
+        with target "host": the sm_90a kernels under the emulation)."""
         lib = load()
         self._lib = lib
         self._as_device = host_memory_as_device
@@ -50,6 +53,7 @@ class CapiExecutable(Executable):
                 None,
                 emit_dir.encode() if emit_dir else None,
                 None,
+                source_arch.encode() if source_arch else None,
             )
             exe = _P()
             _check(lib.dg_compile(g, ctypes.byref(opts), ctypes.byref(exe)), "dg_compile")

@@ -160,8 +160,9 @@ def _compile_capi(source: bytes | str, name: str, text: str, target: str, device
         and (device is None or torch.device(device).type == "cpu")
     ):
         # The double runs each kernel with the host module of the same source, which must be
-        # loaded in this process (Note [How the double runs a kernel]).
-        emulation = CapiExecutable(source, target="host")
+        # loaded in this process (Note [How the double runs a kernel]); its devices are sm_90a,
+        # whose source has the wgmma kernels (tests/driver_double/double_test_util.cc).
+        emulation = CapiExecutable(source, target="host", source_arch="sm_90a")
     exe = CapiExecutable(
         source, target=target, emit_dir=emit_dir, host_memory_as_device=emulation is not None
     )
