@@ -37,6 +37,9 @@ def _value_and_grads(fn, args):
 def test_attention_forward_and_backward(fresh, dtype, kv_heads, causal):
     """Heads come from a view of projections, as in a model (constants); the length is
     symbolic."""
+    # Fixed inputs: unseeded draws put a few f32 gradient elements of some runs just past atol
+    # (1.27e-4 against 1e-4 in one CI run of the kv_heads=2 causal case).
+    torch.manual_seed(0)
     f = _attention(kv_heads, causal)
     compiled = torch.compile(f, backend=dyngen.aot.backend, dynamic=True)
     ws = [torch.randn(32, h * 8) * 0.3 for h in (4, kv_heads, kv_heads)]
