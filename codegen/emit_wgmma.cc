@@ -3,8 +3,7 @@
 // activations and weights: x @ W^T, dx's partner is not) runs the warp-specialized main loop of
 // codegen/device/dg_gemm_sm90.cuh: TMA boxes into a ring of 128-byte-swizzled stages, wgmma on
 // them, the epilogue unchanged in meaning on the wgmma accumulator layout (dg_wgmma_epilogue
-// calls the same lambda the mma.sync kernels call, with the rank-r products read from global
-// memory). One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
+// calls the same lambda the mma.sync kernels call).
 // Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
 // every thread of the block copies the block's U rows and B columns into shared memory after
 // the stages, before the main loop (whose first barrier publishes them; after it the producer
@@ -12,20 +11,21 @@
 // them in registers on the wgmma layout. Read from global memory per element instead, the
 // products made the seed forward's wgmma GEMMs issue-bound: at s = 4096 `dyngen plan` put the
 // gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4 against 38.2.
+// One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
 // - 128 x BN wgmma (two consumer warpgroups) from the M where its tiles fill one wave of
 //   kFillCtas blocks: a wgmma block computes a tile at the tensor cores' full rate, so one full
 //   wave of large tiles beats two of small ones (mma.sync's rule is two waves because its small
 //   tile runs at a fraction of that rate);
 // - 64 x BN wgmma (one consumer warpgroup) from the M where those fill one wave;
 // - below that, the mma.sync variants of tile_variants: too few tiles for the large ones.
-// GEMMs with N or K below 128 stay on mma.sync (wgmma_eligible).
 // BN is 128, or 64 for N <= 64 and for two B operands on the 128-row tile (registers); stages
 // kMaxStages, or fewer where shared memory ends.
 // Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
 // mma.sync variants covering the wgmma range follow as fallbacks for a call whose maps the driver
-// refuses. K segments (one accumulator over several K ranges), M- or N-major operands (the
-// backward's dgrad and wgrad) and products that cannot be staged (not f32, or of different
-// ranks) stay on mma.sync: the main loop reads K-major boxes only.
+// refuses. On mma.sync stay: GEMMs with N or K below 128 (wgmma_eligible), K segments (one
+// accumulator over several K ranges), M- or N-major operands (the backward's dgrad and wgrad:
+// the main loop reads K-major boxes only), and products that cannot be staged (not f32, of
+// different ranks, or too large for shared memory beside two stages).
 #include <algorithm>
 
 #include "codegen/c_expr.h"

@@ -42,10 +42,11 @@ struct CheckedOperand {
 // every call: cuTensorMapEncodeTiled through the driver table on a GPU (and the driver double),
 // dg_tensor_map_encode under the host emulation. The driver refuses a map whose address or row
 // stride is not 16-byte aligned (a view with a storage offset); then that call runs the GEMM's
-// mma.sync kernels (those marked tma_fallback) instead, with the same results, and the runtime
-// counts the launch (dg_stats.tma_fallback_launches) and logs the first one of each executable.
-// Fallback kernels run only then: they are variants of the GEMM (variant > 0), and a plan at a
-// binding does not count them as launched.
+// mma.sync kernels (those marked tma_fallback) instead, with the mma.sync build's results (wgmma
+// sums in another order, within rounding), and the runtime counts the launch
+// (dg_stats.tma_fallback_launches) and logs the first one of each executable. Fallback kernels run
+// only then: they are variants of the GEMM (variant > 0), and a plan at a binding does not count
+// them as launched.
 struct TensorMapArg {
   int param;             // the pointer parameter (position in KernelLaunch::buffers) it maps
   SymExpr offset_bytes;  // the matrix's start, from the buffer's start

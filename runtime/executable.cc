@@ -339,9 +339,9 @@ void Executable::report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& 
   std::call_once(tma_fallback_logged_, [&] {
     std::fprintf(stderr,
                  "dyngen: warning: kernel %s cannot read its operands with TMA: %s. Its mma.sync "
-                 "kernels ran instead: the same results, slower. A contiguous copy of the tensor, "
-                 "16-byte aligned, avoids it. Later such calls of this graph are counted in the "
-                 "stats (tma_fallback_launches), not logged.\n",
+                 "kernels ran instead: correct results (summed in mma.sync's order), slower. A "
+                 "contiguous copy of the tensor, 16-byte aligned, avoids it. Later such calls of "
+                 "this graph are counted in the stats (tma_fallback_launches), not logged.\n",
                  kl.name.c_str(), batch.tma_refusal.c_str());
   });
 }

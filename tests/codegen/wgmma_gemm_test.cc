@@ -1,7 +1,8 @@
 // Note [sm_90a GEMMs]: the sm_90a source's GEMMs (wgmma fed by TMA, codegen/emit_wgmma.cc) run
 // under host emulation against the reference at token counts around every tile and stage
 // boundary, and a tensor map the driver would refuse (an operand off a 16-byte boundary) runs
-// the mma.sync fallback, counted and logged once, with the same results (Note [Tensor maps]).
+// the mma.sync fallback, counted and logged once, bit-equal to the mma.sync build (Note [Tensor
+// maps]).
 #include <gtest/gtest.h>
 
 #include <filesystem>
