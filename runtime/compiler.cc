@@ -1,5 +1,6 @@
 #include "runtime/compiler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -233,9 +234,23 @@ Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::st
   return p;
 }
 
+std::string unknown_disabled_pass(const std::set<std::string>& names) {
+  std::vector<std::string> known = pipeline_pass_names();
+  for (const std::string& s : codegen_switch_names()) known.push_back(s);
+  for (const std::string& p : names) {
+    if (std::find(known.begin(), known.end(), p) != known.end()) continue;
+    std::string list;
+    for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
+    return "disabled pass '" + p + "': no such pass (passes: " + list + ")";
+  }
+  return "";
+}
+
 CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) {
   auto target = resolve_target(request.target);
   if (!target.ok()) return failure(DG_ERR_INVALID_INPUT, target.message());
+  std::string bad_pass = unknown_disabled_pass(request.disabled_passes);
+  if (!bad_pass.empty()) return failure(DG_ERR_INVALID_INPUT, bad_pass);
 
   const std::string source_arch = request.source_arch.empty() ? target->name : request.source_arch;
   if (source_arch != "host" && source_arch.rfind("sm_", 0) != 0)

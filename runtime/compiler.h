@@ -41,6 +41,11 @@ struct CompileOutcome {
 
 CompileOutcome compile_graph(const Graph& g, const CompileRequest& request);
 
+// "" when every name is a pipeline pass or a codegen switch; else a message naming the first that
+// is neither, with the known names. compile_graph refuses a request that fails it, so a misspelt
+// --disable-pass or DYNGEN_DISABLE_PASSES is an error, not a build that silently ignores it.
+std::string unknown_disabled_pass(const std::set<std::string>& names);
+
 // Process-wide counters behind dg_get_stats.
 struct RuntimeStats {
   int64_t graphs_compiled = 0, nvrtc_compiles = 0, cache_hits_memory = 0, cache_hits_disk = 0,

@@ -11,6 +11,8 @@ timed with a pair of CUDA events. Printed per point: milliseconds per backend, d
 ratios (eager / dyngen and inductor / dyngen: above 1 means dyngen is faster) and the achieved
 TFLOP/s of each backend over the model FLOPs (flops_fwd_bwd). The experts are those of
 check_numerics.py; dyngen runs through torch.compile(backend=dyngen.aot.backend, dynamic=True).
+Backend dyngen_mma_sync is dyngen with DYNGEN_DISABLE_PASSES=wgmma: on an H200 its GEMMs run the
+mma.sync kernels in place of wgmma, and the table's mma/wg column is its time over dyngen's.
 Exit status: 0 done, 2 bad arguments or no CUDA GPU (without --dry-run), 1 a backend failed.
 """
 
@@ -33,7 +35,9 @@ EXPERTS = {  # name: (hidden, ffn, LoRA rank or 0)
     "dbrx": (6144, 10752, 0),
 }
 TOKENS = [64, 256, 512, 1024, 2048, 4096]
-BACKENDS = ["dyngen", "eager", "inductor"]
+BACKENDS = ["dyngen", "eager", "inductor", "dyngen_mma_sync"]
+# What each dyngen backend disables (options().disabled_passes while it compiles and runs).
+DISABLED_PASSES = {"dyngen": (), "dyngen_mma_sync": ("wgmma",)}
 
 
 def flops_fwd_bwd(hidden: int, ffn: int, rank: int, tokens: int) -> dict:
@@ -147,8 +151,10 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
     from check_numerics import build  # noqa: E402 - the experts, shared with the numerics check
 
     import dyngen
+    from dyngen.options import options, set_options
 
     device = torch.device(device_name)
+    user_disabled = options().disabled_passes
     report = {
         "gpu": torch.cuda.get_device_name(device),
         "torch": torch.__version__,
@@ -173,6 +179,7 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
         times = {s: {} for s in args.tokens}
         for backend in args.backends:
             torch._dynamo.reset()
+            set_options(disabled_passes=DISABLED_PASSES.get(backend, user_disabled))
             t0 = time.perf_counter()
             fn = None
             try:
@@ -191,6 +198,7 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
                 flush=True,
             )
             del fn
+            set_options(disabled_passes=user_disabled)
             torch.cuda.empty_cache()
         for s in args.tokens:
             flops = flops_fwd_bwd(hidden, ffn, rank, s)["total"]
@@ -206,7 +214,7 @@ def run(args, on_progress=None, device_name: str = "cuda") -> dict:
             row["tflops"] = {b: flops / (ms / 1e3) / 1e12 for b, ms in times[s].items()}
             d = times[s].get("dyngen")
             if d:
-                for other in ("eager", "inductor"):
+                for other in ("eager", "inductor", "dyngen_mma_sync"):
                     if other in times[s]:
                         row[f"{other}_over_dyngen"] = times[s][other] / d
             report["points"].append(row)
@@ -222,7 +230,8 @@ def print_table(report: dict) -> None:
     )
     print(
         f"{'expert':7s} {'s':>5s} {'dyngen ms':>10s} {'eager ms':>9s} {'induct ms':>10s} "
-        f"{'eager/dg':>9s} {'ind/dg':>7s} {'dg TF/s':>8s} {'eager TF/s':>10s} {'ind TF/s':>9s}"
+        f"{'eager/dg':>9s} {'ind/dg':>7s} {'mma/wg':>7s} {'dg TF/s':>8s} {'eager TF/s':>10s} "
+        f"{'ind TF/s':>9s}"
     )
     for r in report["points"]:
         ms, tf = r["ms"], r["tflops"]
@@ -234,6 +243,7 @@ def print_table(report: dict) -> None:
             f"{r['expert']:7s} {r['tokens']:5d} {f(ms, 'dyngen', '10.3f'):>10s} "
             f"{f(ms, 'eager', '9.3f'):>9s} {f(ms, 'inductor', '10.3f'):>10s} "
             f"{f(r, 'eager_over_dyngen', '9.2f'):>9s} {f(r, 'inductor_over_dyngen', '7.2f'):>7s} "
+            f"{f(r, 'dyngen_mma_sync_over_dyngen', '7.2f'):>7s} "
             f"{f(tf, 'dyngen', '8.1f'):>8s} {f(tf, 'eager', '10.1f'):>10s} "
             f"{f(tf, 'inductor', '9.1f'):>9s}"
         )

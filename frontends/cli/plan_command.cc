@@ -3,7 +3,6 @@
 // of its symbols, with launches, FLOPs, bytes, the roofline bound (Note [Roofline estimate]) and
 // the achievable estimate for a named GPU (Note [Achievable estimate]), which reads the compiled
 // kernels' ptxas report and SASS; optionally beside eager PyTorch (Note [Eager baseline]).
-#include <algorithm>
 #include <iostream>
 
 #include "codegen/eager_baseline.h"
@@ -15,6 +14,7 @@
 #include "frontends/cli/plan_output.h"
 #include "passes/pipeline.h"
 #include "runtime/cached_binary.h"
+#include "runtime/compiler.h"
 #include "runtime/perf_model.h"
 #include "runtime/sass_tools.h"
 
@@ -172,15 +172,9 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
   auto graph = load_or_report(flags.file, err);
   if (!graph) return kExitInvalidInput;
   if (!check_bindings(*graph, flags.bindings, flags.file, err)) return kExitInvalidInput;
-  for (const std::string& p : flags.disabled_passes) {
-    std::vector<std::string> names = pipeline_pass_names();
-    for (const std::string& s : codegen_switch_names()) names.push_back(s);
-    if (std::find(names.begin(), names.end(), p) == names.end()) {
-      std::string known;
-      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-      err << "dyngen: --disable-pass " << p << ": no such pass (passes: " << known << ")\n";
-      return kExitInvalidInput;
-    }
+  if (std::string bad = unknown_disabled_pass(flags.disabled_passes); !bad.empty()) {
+    err << "dyngen: " << bad << "\n";
+    return kExitInvalidInput;
   }
 
   KernelPlan plan;

@@ -38,7 +38,7 @@ def test_defaults_cover_the_issue_grid():
     a = kb.parse_args([])
     assert a.experts == ["olmoe", "phimoe", "dbrx"]
     assert a.tokens == [64, 256, 512, 1024, 2048, 4096]
-    assert a.backends == ["dyngen", "eager", "inductor"]
+    assert a.backends == ["dyngen", "eager", "inductor", "dyngen_mma_sync"]
     assert kb.EXPERTS["olmoe"] == (2048, 1024, 16)
     assert kb.EXPERTS["phimoe"] == (4096, 6400, 16)
     assert kb.EXPERTS["dbrx"][:2] == (6144, 10752)
@@ -85,3 +85,27 @@ def test_without_a_gpu_it_fails_clearly():
     )
     assert r.returncode == 2
     assert "no CUDA GPU" in r.stderr
+
+
+def test_table_shows_the_mma_sync_ratio(capsys):
+    """The mma/wg column is dyngen_mma_sync's time over dyngen's (wgmma's gain on an H200)."""
+    report = {
+        "gpu": "test",
+        "timing": "t",
+        "failures": [],
+        "points": [
+            {
+                "expert": "olmoe",
+                "tokens": 512,
+                "ms": {"dyngen": 2.0, "eager": 3.0, "dyngen_mma_sync": 2.5},
+                "tflops": {"dyngen": 1.0},
+                "eager_over_dyngen": 1.5,
+                "dyngen_mma_sync_over_dyngen": 1.25,
+            }
+        ],
+    }
+    kb.print_table(report)
+    out = capsys.readouterr().out
+    assert "mma/wg" in out
+    row = [line for line in out.splitlines() if line.startswith("olmoe")][0]
+    assert "1.25" in row.split() and "1.50" in row.split()

@@ -213,6 +213,11 @@ TEST(CompileCli, BadInputsGetTheirExitCodes) {
   EXPECT_EQ(run_cli("compile " + (dir / "garbage.fb").string()).exit_code, 2);
   EXPECT_EQ(run_cli("compile " + (dir / "missing.dgir").string()).exit_code, 2);
   EXPECT_EQ(run_cli("compile " + fixture() + " --arch gfx90a").exit_code, 2);
+  // A misspelt pass is refused (it used to compile with nothing disabled).
+  CliResult typo =
+      run_cli("compile " + fixture() + " --disable-pass wgmm --cache-dir " + dir.string());
+  EXPECT_EQ(typo.exit_code, 2) << typo.out;
+  EXPECT_TRUE(has(typo.out, "'wgmm': no such pass")) << typo.out;
   // Valid graph, no kernel for an f64 index_add: unsupported (3), naming the reason.
   std::ofstream(dir / "f64.dgir") << "graph @g\nsym n in [0, inf] div 1\ninput %x: f64[4, 2]\n"
                                      "input %i: i64[n]\ninput %s: f64[n, 2]\n"

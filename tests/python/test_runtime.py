@@ -315,3 +315,32 @@ def test_unaligned_operand_is_counted_and_exact():
     (out,) = exe.run([shifted] + ins[1:])
     assert torch.equal(out, aligned)
     assert dyngen.stats()["unaligned_launches"] > before
+
+
+LINEAR_128 = """graph @linear_128
+sym s0 in [1, inf] div 1
+input %x: bf16[s0, 128]
+input %w: bf16[128, 128]
+%y: bf16[s0, 128] = linear(%x, %w)
+output %y
+"""
+
+
+def test_disabled_passes_reach_the_core(opts, tmp_path):
+    """DYNGEN_DISABLE_PASSES (options().disabled_passes) is what `--disable-pass` is for every
+    graph the process compiles: "wgmma" builds sm_90a's GEMM on mma.sync, for a GPU A/B run. The
+    generated source is read, so nothing here needs a GPU; a misspelt name fails the compile."""
+    from dyngen.executors.native import CapiExecutable
+
+    def source(name):
+        CapiExecutable(LINEAR_128, target="sm_90a", emit_dir=str(tmp_path / name))
+        return (tmp_path / name / "kernels.cu").read_text()
+
+    opts(disabled_passes=())
+    assert "dg_wgmma_mainloop" in source("default")
+    opts(disabled_passes=("wgmma",))
+    mma_sync = source("no_wgmma")
+    assert "dg_wgmma_mainloop" not in mma_sync and "dg_gemm_mainloop<" in mma_sync
+    opts(disabled_passes=("wgmm",))
+    with pytest.raises(Exception, match="'wgmm': no such pass"):
+        source("typo")

@@ -24,6 +24,10 @@ class Options:
     # DYNGEN_CHECK_GRAPHS_DIR: where the bad ones are saved (Note [Checking graphs against eager])
     check_graphs: int = 0
     check_graphs_dir: str = ""
+    # DYNGEN_DISABLE_PASSES=wgmma[,pass...]: what `dyngen compile --disable-pass` skips, for every
+    # graph this process compiles (A/B runs: "wgmma" puts sm_90a's GEMMs back on mma.sync). A
+    # name that is neither a pass nor a codegen switch fails the compile, naming the known ones.
+    disabled_passes: tuple = ()
 
     @staticmethod
     def from_env() -> Options:
@@ -40,11 +44,13 @@ class Options:
             cache_summary=e.get("DYNGEN_CACHE_SUMMARY", "") not in ("", "0"),
             check_graphs=int(e.get("DYNGEN_CHECK_GRAPHS", "0") or 0),
             check_graphs_dir=e.get("DYNGEN_CHECK_GRAPHS_DIR", ""),
+            disabled_passes=parse_archs(e.get("DYNGEN_DISABLE_PASSES", "")),
         )
 
 
 def parse_archs(archs) -> tuple:
-    """ "sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept."""
+    """ "sm_80,sm_90a" (or a list of names) -> ("sm_80", "sm_90a"); blanks dropped, order kept.
+    Pass lists take the same form."""
     if archs is None:
         return ()
     items = archs.split(",") if isinstance(archs, str) else list(archs)

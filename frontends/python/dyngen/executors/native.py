@@ -21,6 +21,7 @@ from ..core.capi import (
     load_graph,
 )
 from ..errors import LaunchError
+from ..options import options
 from .executable import Executable
 
 
@@ -37,22 +38,27 @@ class CapiExecutable(Executable):
         emit_dir: str | None = None,
         host_memory_as_device: bool = False,
         source_arch: str | None = None,
+        disabled_passes: tuple | None = None,
     ):
         """`emit_dir`: a folder for the core's IR after each pass and the generated source.
         `host_memory_as_device`: CPU tensors are passed as device 0's (the driver double).
         `source_arch`: the arch the kernels are generated for when not the target's ("sm_90a"
-        with target "host": the sm_90a kernels under the emulation)."""
+        with target "host": the sm_90a kernels under the emulation).
+        `disabled_passes`: pass names to skip; None: DYNGEN_DISABLE_PASSES (options())."""
         lib = load()
         self._lib = lib
         self._as_device = host_memory_as_device
         self.target = target
+        if disabled_passes is None:
+            disabled_passes = options().disabled_passes
+        self.disabled_passes = tuple(disabled_passes)
         g = load_graph(source)
         try:
             opts = DgCompileOptions(
                 target.encode() if target else None,
                 None,
                 emit_dir.encode() if emit_dir else None,
-                None,
+                ",".join(self.disabled_passes).encode() if self.disabled_passes else None,
                 source_arch.encode() if source_arch else None,
             )
             exe = _P()
