@@ -9,8 +9,9 @@
 // Layouts": the Matrix Descriptor Format, Shared Memory Matrix Layout with its table of swizzle
 // atoms and figures of K-major swizzling, and the fragment figure for accumulator D of
 // .m64nNk16; cross-read with CuTe's GMMA layouts in cute/atom/mma_traits_sm90_gmma.hpp, where
-// CLayout_64xN and Layout_K_SW{32,64,128}_Atom say the same). Only K-major operands (A stored
-// [M][K], B stored [N][K], imm-trans-a = imm-trans-b = 0) are covered so far.
+// CLayout_64xN, Layout_{K,MN}_SW{32,64,128}_Atom and make_gmma_desc's canonical forms say the
+// same). K-major operands (A stored [M][K], B stored [N][K]: imm-trans-a = imm-trans-b = 0) and
+// MN-major ones (A stored [K][M], B stored [K][N]: the immediate 1, bf16 only) are covered.
 // - Descriptor, 64 bits: start address >> 4 in bits 0-13 (a shared-window address), leading
 //   dimension byte offset (LBO) >> 4 in bits 16-29, stride dimension byte offset (SBO) >> 4 in
 //   bits 32-45, base offset in bits 49-51 (0 here: atoms start on their pattern's boundary),
@@ -23,6 +24,14 @@
 //   chunk bits (bit 4 up, log2(S / 16) of them) are XORed with the same number of bits from bit
 //   7 up: bits 4-6 ^= 7-9 (128B), 4-5 ^= 7-8 (64B), 4 ^= 7 (32B). LBO is unused. A k16 step at
 //   k0 inside a wider swizzled row starts at start + 2 * k0 bytes, and the XOR applies after.
+// - An MN-major operand (the ISA's Shared Memory Matrix Layout with imm-trans = 1, its MN-major
+//   swizzle atoms of Table 38 and the Strides subsection's MN-major row) is stored the other way
+//   round: element i along M or N is contiguous, in 16-byte chunks c = i / 8 of 8 elements, and
+//   a k16 step is 16 K rows. With an S-byte swizzle a K row holds S / 16 chunks (S / 2 elements):
+//   element (i, k) lies at start + (c % (S / 16)) * 16 + (c / (S / 16)) * LBO + (k % 8) * S +
+//   (k / 8) * SBO + 2 (i % 8), the chunk bits XORed as above (the atom is 8 K rows of S bytes).
+//   LBO steps along M/N between atoms, SBO along K between groups of 8 rows. Without swizzle
+//   the two swap: a core matrix is 8 K rows of one chunk, chunk c at c * SBO, K groups LBO apart.
 // - Accumulator D (f32): thread T of the warpgroup, with w = T / 32, g = (T % 32) / 4 and
 //   t = T % 4, holds d[i], i < N / 2, at row 16 w + g + 8 ((i % 4) / 2), column 8 (i / 4) + 2 t +
 //   i % 2: each warp owns 16 rows, laid out as mma.m16n8's C fragment repeated along N.
@@ -99,6 +108,21 @@ DG_DEVICE dg_u32 dg_wgmma_chunk_address(dg_u64 desc, int r, int j) {
   return dg_swizzle_address(f.start + row + 16u * static_cast<dg_u32>(j), f.swizzle);
 }
 
+// The shared-window address of element (i, k) of an MN-major operand, i along M or N (Note
+// [wgmma layouts]).
+DG_DEVICE dg_u32 dg_wgmma_mn_element_address(dg_u64 desc, int i, int k) {
+  const DgWgmmaDescFields f = dg_wgmma_desc_fields(desc);
+  const dg_u32 c = static_cast<dg_u32>(i / 8), within = 2u * static_cast<dg_u32>(i % 8);
+  const dg_u32 kg = static_cast<dg_u32>(k / 8), kr = static_cast<dg_u32>(k % 8);
+  if (f.swizzle == kDgSwizzleNone) return f.start + c * f.sbo + kg * f.lbo + kr * 16u + within;
+  const dg_u32 row_bytes = static_cast<dg_u32>(dg_wgmma_row_bytes(f.swizzle));
+  const dg_u32 per_row = row_bytes / 16u;
+  return dg_swizzle_address(
+             f.start + (c % per_row) * 16u + (c / per_row) * f.lbo + kr * row_bytes + kg * f.sbo,
+             f.swizzle) +
+         within;
+}
+
 // Where accumulator d[i] of warpgroup thread T lies in the 64 x N tile (Note [wgmma layouts]).
 DG_DEVICE int dg_wgmma_acc_row(int T, int i) {
   return 16 * (T / 32) + (T % 32) / 4 + 8 * ((i % 4) / 2);
@@ -119,8 +143,11 @@ inline dg_u32 wgmma_smem_address(const void* p) {
   return static_cast<dg_u32>(q - b.dyn_smem);
 }
 
-inline float wgmma_operand(const Block& b, dg_u64 desc, int r, int k) {
-  const dg_u32 at = dg_wgmma_chunk_address(desc, r, k / 8) + 2u * static_cast<dg_u32>(k % 8);
+// Element (r, k) of an operand, r along M or N; `mn_major`: the instruction's imm-trans is 1.
+inline float wgmma_operand(const Block& b, dg_u64 desc, int r, int k, bool mn_major) {
+  const dg_u32 at = mn_major
+                        ? dg_wgmma_mn_element_address(desc, r, k)
+                        : dg_wgmma_chunk_address(desc, r, k / 8) + 2u * static_cast<dg_u32>(k % 8);
   if (at + 2 > b.dyn_smem_bytes)
     fail(where() + ": a wgmma descriptor addresses bytes past dynamic shared memory");
   dg_u16 bits;
@@ -133,9 +160,10 @@ inline void wgmma_read_operands(const Block& b, AsyncMma& op) {
   op.b.resize(static_cast<size_t>(op.n) * 16);
   for (int r = 0; r < 16; ++r)
     for (int k = 0; k < 16; ++k)
-      op.a[r * 16 + k] = wgmma_operand(b, op.desc_a, 16 * op.warp_in_group + r, k);
+      op.a[r * 16 + k] = wgmma_operand(b, op.desc_a, 16 * op.warp_in_group + r, k, op.a_mn_major);
   for (int r = 0; r < op.n; ++r)
-    for (int k = 0; k < 16; ++k) op.b[r * 16 + k] = wgmma_operand(b, op.desc_b, r, k);
+    for (int k = 0; k < 16; ++k)
+      op.b[r * 16 + k] = wgmma_operand(b, op.desc_b, r, k, op.b_mn_major);
 }
 
 // d = a b (+ the accumulators' values), each element summed in k order in f32.
@@ -175,12 +203,13 @@ inline void wgmma_wait_op(LaneSlot* lanes, uint32_t) {
   for (size_t& end : w.mma_group_ends) end -= retired;
 }
 
-// in[0], in[1]: descriptors of A and B; in[2]: scale-d; in[3]: N; ptr: the lane's accumulators.
+// in[0], in[1]: descriptors of A and B; in[2]: scale-d; in[3]: N; in[4]: imm-trans-a (bit 0)
+// and imm-trans-b (bit 1); ptr: the lane's accumulators.
 inline void wgmma_issue_op(LaneSlot* lanes, uint32_t) {
   Block& b = *t_emu.block;
   Warp& w = my_warp();
   for (int lane = 1; lane < 32; ++lane)
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 5; ++i)
       if (lanes[lane].in[i] != lanes[0].in[i])
         fail(where() + ": lanes of a warp issue one wgmma.mma_async with different operands");
   if (!w.mma_fenced)
@@ -190,6 +219,8 @@ inline void wgmma_issue_op(LaneSlot* lanes, uint32_t) {
   op.desc_b = lanes[0].in[1];
   op.accumulate = lanes[0].in[2] != 0;
   op.n = static_cast<int>(lanes[0].in[3]);
+  op.a_mn_major = (lanes[0].in[4] & 1u) != 0;
+  op.b_mn_major = (lanes[0].in[4] & 2u) != 0;
   op.warp_in_group = static_cast<int>((t_emu.thread->linear >> 5) % 4);
   for (dg_u64 desc : {op.desc_a, op.desc_b})
     if (dg_wgmma_desc_fields(desc).base_offset != 0)
@@ -267,43 +298,46 @@ DG_DEVICE void dg_wgmma_wait() {
 
 #if defined(DG_ON_GPU)
 // The instruction for each N the kernels use: N / 2 accumulator registers, then the two
-// descriptors and scale-d (a predicate; scale-a, scale-b 1, no transposes).
+// descriptors, scale-d (a predicate), scale-a and scale-b 1, and imm-trans-a/-b (TA, TB).
 template <int N>
 struct DgWgmmaAsm;
 
 template <>
 struct DgWgmmaAsm<16> {
+  template <int TA, int TB>
   DG_DEVICE static void issue(float (&d)[8], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %10, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7"
-        "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+        "}, %8, %9, p, 1, 1, %11, %12;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
   }
 };
 
 template <>
 struct DgWgmmaAsm<32> {
+  template <int TA, int TB>
   DG_DEVICE static void issue(float (&d)[16], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %18, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-        "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        "}, %16, %17, p, 1, 1, %19, %20;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
           "+f"(d[14]), "+f"(d[15])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
   }
 };
 
 template <>
 struct DgWgmmaAsm<64> {
+  template <int TA, int TB>
   DG_DEVICE static void issue(float (&d)[32], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -311,18 +345,19 @@ struct DgWgmmaAsm<64> {
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
           "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
           "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
           "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
   }
 };
 
 template <>
 struct DgWgmmaAsm<128> {
+  template <int TA, int TB>
   DG_DEVICE static void issue(float (&d)[64], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -332,7 +367,7 @@ struct DgWgmmaAsm<128> {
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
           "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
@@ -343,12 +378,13 @@ struct DgWgmmaAsm<128> {
           "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
           "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
   }
 };
 
 template <>
 struct DgWgmmaAsm<256> {
+  template <int TA, int TB>
   DG_DEVICE static void issue(float (&d)[128], dg_u64 desc_a, dg_u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -364,7 +400,7 @@ struct DgWgmmaAsm<256> {
         "%111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
         "%127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
           "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
@@ -384,22 +420,24 @@ struct DgWgmmaAsm<256> {
           "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
           "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
           "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
   }
 };
 
 #endif  // DG_ON_GPU
 
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: d = A B^T (+ d when `accumulate`), A the
-// 64 x 16 tile at desc_a and B the N x 16 tile at desc_b, both K-major (Note [wgmma layouts]);
-// d is this thread's N / 2 accumulators. A warpgroup-wide collective; asynchronous until a
-// dg_wgmma_wait retires its group (Note [Deferred wgmma]).
-template <int N>
+// 64 x 16 tile at desc_a and B the N x 16 tile at desc_b, K-major, or MN-major where
+// kAMnMajor / kBMnMajor (imm-trans-a / -b = 1; Note [wgmma layouts]); d is this thread's N / 2
+// accumulators. A warpgroup-wide collective; asynchronous until a dg_wgmma_wait retires its
+// group (Note [Deferred wgmma]).
+template <int N, bool kAMnMajor = false, bool kBMnMajor = false>
 DG_DEVICE void dg_wgmma_m64nNk16_bf16(float (&d)[N / 2], dg_u64 desc_a, dg_u64 desc_b,
                                       bool accumulate) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk16: N is a multiple of 8 up to 256");
 #if defined(DG_ON_GPU)
-  DgWgmmaAsm<N>::issue(d, desc_a, desc_b, accumulate ? 1 : 0);
+  DgWgmmaAsm<N>::template issue<kAMnMajor ? 1 : 0, kBMnMajor ? 1 : 0>(d, desc_a, desc_b,
+                                                                      accumulate ? 1 : 0);
 #else
   ::dg::emu::require_warpgroups("wgmma.mma_async");
   ::dg::emu::LaneSlot& s = ::dg::emu::my_lane_slot();
@@ -408,6 +446,7 @@ DG_DEVICE void dg_wgmma_m64nNk16_bf16(float (&d)[N / 2], dg_u64 desc_a, dg_u64 d
   s.in[1] = desc_b;
   s.in[2] = accumulate ? 1 : 0;
   s.in[3] = N;
+  s.in[4] = (kAMnMajor ? 1u : 0u) | (kBMnMajor ? 2u : 0u);
   ::dg::emu::warp_collective(0xffffffffu, &::dg::emu::wgmma_issue_op);
 #endif
 }

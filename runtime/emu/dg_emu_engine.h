@@ -56,7 +56,8 @@ struct AsyncMma {
   int n = 0;                // N of m64nNk16
   int warp_in_group = 0;    // the warp's rows are 16 * warp_in_group + [0, 16) of the 64
   bool accumulate = false;  // scale-d: d = a b + d, else d = a b
-  float* d[32] = {};        // each lane's accumulator registers (n / 2 floats)
+  bool a_mn_major = false, b_mn_major = false;  // imm-trans-a, imm-trans-b
+  float* d[32] = {};                            // each lane's accumulator registers (n / 2 floats)
   std::vector<float> c;     // their values at issue, n / 2 per lane; empty: the op before it
                             // in the warp's queue writes d (a chain of k steps)
   std::vector<float> a, b;  // the operands (16 x 16 of A, n x 16 of B) once read from shared

@@ -57,6 +57,31 @@ TEST(EmuWgmma, ChunkAddressesFollowTheIsaSwizzleFigures) {
   }
 }
 
+// MN-major operands (imm-trans = 1): the twin's element addresses against the ISA's MN-major
+// atoms (the same chunk permutation per 128-byte row, a row now being one K index).
+TEST(EmuWgmma, MnMajorAddressesFollowTheIsaLayouts) {
+  for (int swizzle : {kDgSwizzleNone, kDgSwizzle32B, kDgSwizzle64B, kDgSwizzle128B}) {
+    const uint32_t base = 4096, lbo = swizzle == kDgSwizzleNone ? 128 : 2048,
+                   sbo = swizzle == kDgSwizzleNone ? 512 : 1024;
+    const dg_u64 desc = dg_wgmma_desc(base, lbo, sbo, swizzle);
+    for (int i = 0; i < 136; ++i)
+      for (int k = 0; k < 32; ++k)
+        ASSERT_EQ(dg_wgmma_mn_element_address(desc, i, k),
+                  mn_element_address(swizzle, base, lbo, sbo, i, k))
+            << "swizzle " << swizzle << " i " << i << " k " << k;
+  }
+  // Spot entries of the 128-byte MN-major atom: K row 1 swaps chunks 0 and 1, row 3 reverses
+  // each group of four, element 9 (chunk 1) of K row 0 is 18 bytes in; the next 64 elements
+  // along N are one LBO further, the next 8 K rows one SBO.
+  const dg_u64 d128 = dg_wgmma_desc(0, 8192, 1024, kDgSwizzle128B);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 9, 0), 18u);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 0, 1), 128u + 16u);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 8, 1), 128u);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 0, 3), 3u * 128 + 3u * 16);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 64, 0), 8192u);
+  EXPECT_EQ(dg_wgmma_mn_element_address(d128, 0, 8), 1024u);
+}
+
 TEST(EmuWgmma, AccumulatorPositionsFollowTheIsaFigure) {
   // Spot entries read off the figure: (thread, register) -> (row, column).
   struct Entry {
@@ -174,6 +199,35 @@ TEST(EmuWgmma, KStepsInsideSwizzledRowsMatchTheProduct) {
   }
 }
 
+// wgmma_tb_n<n>: B MN-major over o's K in k16 steps; returns the launch's error.
+std::string run_mn_major(const EmuModule& m, const Operands& o, std::vector<float>* out) {
+  const unsigned char* image = o.image.data();
+  unsigned bytes = static_cast<unsigned>(o.image.size());
+  unsigned long long da = o.da, db = o.db;
+  int steps = o.k / 16;
+  unsigned b_step = o.b_step_bytes;
+  float* pout = out->data();
+  return launch(m, "wgmma_tb_n" + std::to_string(o.n), one_warpgroup(o), image, bytes, da, db,
+                steps, b_step, pout);
+}
+
+TEST(EmuWgmma, MnMajorBMatchesTheProduct) {
+  struct Case {
+    int n, k, swizzle;
+  };
+  for (const Case& c :
+       {Case{16, 16, kDgSwizzleNone}, Case{64, 16, kDgSwizzle32B}, Case{128, 32, kDgSwizzle64B},
+        Case{64, 64, kDgSwizzle128B}, Case{128, 64, kDgSwizzle128B}}) {
+    SCOPED_TRACE("n " + std::to_string(c.n) + " k " + std::to_string(c.k) + " swizzle " +
+                 std::to_string(c.swizzle));
+    const Operands o = make_operands(c.n, c.k, c.swizzle, 17u * c.n + c.swizzle, false, true);
+    std::vector<float> out(128u * (c.n / 2));
+    ASSERT_EQ(run_mn_major(wgmma_module(), o, &out), "");
+    std::string first;
+    EXPECT_EQ(mismatches(o, out, reference(o, nullptr), &first), 0) << first;
+  }
+}
+
 // Launches `kernel` (image, bytes, da, db, out) over 16 x 16 operands; returns the error.
 std::string run_probe(const EmuModule& m, const char* kernel, const Operands& o,
                       std::vector<float>* out) {
@@ -268,6 +322,12 @@ TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
       {"leading byte offset", "static_cast<dg_u32>(j) * f.lbo", "static_cast<dg_u32>(j) * 16u"},
       {"stride byte offset", "static_cast<dg_u32>(r / 8) * f.sbo",
        "static_cast<dg_u32>(r / 8) * 128u"},
+      {"MN-major leading byte offset", "(c / per_row) * f.lbo", "(c / per_row) * 128u"},
+      {"MN-major stride byte offset", "kg * f.sbo,", "kg * 2048u,"},
+      {"MN-major core matrices", "c * f.sbo + kg * f.lbo", "c * f.lbo + kg * f.sbo"},
+      {"MN-major chunk in the row", "(c % per_row) * 16u", "(c % 2u) * 16u"},
+      {"imm-trans-b ignored", "op.b_mn_major = (lanes[0].in[4] & 2u) != 0;",
+       "op.b_mn_major = false;"},
   };
   const std::string header = wgmma_header();
   for (const TwinMutant& mu : mutants) {
@@ -287,6 +347,11 @@ TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
       std::vector<float> out(128u * 8);
       const std::string error = run_steps(m, o, &out);
       caught += !error.empty() || mismatches(o, out, reference(o, nullptr), nullptr) > 0;
+      // B MN-major at n = 128: two atoms along N for every swizzle.
+      const Operands t = make_operands(128, k, swizzle, 90u + swizzle, false, true);
+      std::vector<float> out_t(128u * 64);
+      const std::string error_t = run_mn_major(m, t, &out_t);
+      caught += !error_t.empty() || mismatches(t, out_t, reference(t, nullptr), nullptr) > 0;
     }
     EXPECT_GT(caught, 0) << "the mutant passed every check";
   }

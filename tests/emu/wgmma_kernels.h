@@ -73,6 +73,33 @@ extern "C" __global__ void __launch_bounds__(128)
 }
 DG_EMU_ENTRY(wgmma_steps_n16)
 
+// B MN-major (imm-trans-b = 1): K = 16 * steps as k16 steps, B's start moving b_step bytes a
+// step (16 K rows) and A's 32 bytes (K-major).
+template <int N>
+__device__ __forceinline__ void mn_major_b(const unsigned char* image, unsigned bytes,
+                                           unsigned long long da, unsigned long long db,
+                                           int steps, unsigned b_step, float* out) {
+  load_image(image, bytes, da, db);
+  float d[N / 2];
+  dg_wgmma_fence();
+  for (int kk = 0; kk < steps; ++kk)
+    dg_wgmma_m64nNk16_bf16<N, false, true>(d, da + 2 * kk, db + (b_step >> 4) * kk, kk > 0);
+  dg_wgmma_commit();
+  dg_wgmma_wait<0>();
+  dump<N>(out, d);
+}
+
+#define WGMMA_MN_MAJOR_B_KERNEL(N)                                                           \
+  extern "C" __global__ void __launch_bounds__(128)                                          \
+      wgmma_tb_n##N(const unsigned char* image, unsigned bytes, unsigned long long da,       \
+                    unsigned long long db, int steps, unsigned b_step, float* out) {         \
+    mn_major_b<N>(image, bytes, da, db, steps, b_step, out);                                 \
+  }                                                                                          \
+  DG_EMU_ENTRY(wgmma_tb_n##N)
+WGMMA_MN_MAJOR_B_KERNEL(16)
+WGMMA_MN_MAJOR_B_KERNEL(64)
+WGMMA_MN_MAJOR_B_KERNEL(128)
+
 // Reads the registers before the wait: undefined on a GPU, NaN under emulation.
 extern "C" __global__ void __launch_bounds__(128)
     wgmma_read_early(const unsigned char* image, unsigned bytes, unsigned long long da,

@@ -178,6 +178,38 @@ TEST(GpuProbe, WgmmaMatchesTheTwinBitwise) {
   }
 }
 
+// B MN-major (imm-trans-b = 1): the layout the backward's dgrad kernels read (Note [wgmma
+// layouts]), two atoms along N.
+TEST(GpuProbe, WgmmaMnMajorBMatchesTheTwinBitwise) {
+  DG_PROBE_SKIP_UNLESS(true);
+  const std::string source = emu::testing::wgmma_kernels();
+  auto gpu = gpu_module(source, {"wgmma_tb_n128"});
+  ASSERT_TRUE(gpu);
+  const emu::EmuModule& host = test_module(source);
+  DeviceArena arena;
+  for (int swizzle : {kDgSwizzleNone, kDgSwizzle128B}) {
+    SCOPED_TRACE("swizzle " + std::to_string(swizzle));
+    const int k = swizzle == kDgSwizzleNone ? 16 : 64;
+    const Operands o = emu::testing::make_operands(128, k, swizzle, 21u + swizzle, true, true);
+    const unsigned smem = static_cast<unsigned>(o.image.size());
+    unsigned bytes = smem, b_step = o.b_step_bytes;
+    unsigned long long da = o.da, db = o.db;
+    int steps = k / 16;
+    const size_t outs = 128u * 64;
+    std::vector<float> want(outs, -1.0f);
+    const unsigned char* pi = o.image.data();
+    float* pw = want.data();
+    unsigned long long gi = upload(arena, o.image), gout = arena.alloc(outs * 4).value();
+    ASSERT_EQ(
+        launch(host, "wgmma_tb_n128", grid1d(1, 128, smem), pi, bytes, da, db, steps, b_step, pw),
+        "");
+    ASSERT_EQ(gpu_launch(*gpu, 0, 1, 128, smem, gi, bytes, da, db, steps, b_step, gout), "");
+    const std::vector<float> got = download<float>(arena, gout, outs);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), outs * 4), 0)
+        << "the device's accumulators differ from the twin's";
+  }
+}
+
 TEST(GpuProbe, TmaBoxMatchesTheTwinBitwise) {
   DG_PROBE_SKIP_UNLESS(true);
   const auto encode = CudaDriver::instance().api().cuTensorMapEncodeTiled;
