@@ -1,9 +1,10 @@
 // Note [sm_90a GEMMs]
-// On sm_90a a tensor-core GEMM whose A and B operands are all K-major (a linear layer's
-// activations and weights: x @ W^T, dx's partner is not) runs the warp-specialized main loop of
+// On sm_90a a tensor-core GEMM whose A operand is K-major (activations) and whose B operands are
+// all K-major (a linear layer's weights: x @ W^T) or all N-major (the same weights in the
+// backward's dgrad, dy @ W) runs the warp-specialized main loop of
 // codegen/device/dg_gemm_sm90.cuh: TMA boxes into a ring of 128-byte-swizzled stages, wgmma on
-// them, the epilogue unchanged in meaning on the wgmma accumulator layout (dg_wgmma_epilogue
-// calls the same lambda the mma.sync kernels call).
+// them (imm-trans-b = 1 for N-major B), the epilogue unchanged in meaning on the wgmma
+// accumulator layout (dg_wgmma_epilogue calls the same lambda the mma.sync kernels call).
 // Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
 // every thread of the block copies the block's U rows and B columns into shared memory after
 // the stages, before the main loop (whose first barrier publishes them; after it the producer
@@ -23,9 +24,9 @@
 // Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
 // mma.sync variants covering the wgmma range follow as fallbacks for a call whose maps the driver
 // refuses. On mma.sync stay: GEMMs with N or K below 128 (wgmma_eligible), K segments (one
-// accumulator over several K ranges), M- or N-major operands (the backward's dgrad and wgrad:
-// the main loop reads K-major boxes only), and products that cannot be staged (not f32, of
-// different ranks, or too large for shared memory beside two stages).
+// accumulator over several K ranges: the backward's dx from gate and up), an M-major A (the
+// weight gradients, which have their own kernels), and products that cannot be staged (not f32,
+// of different ranks, or too large for shared memory beside two stages).
 #include <algorithm>
 
 #include "codegen/c_expr.h"
@@ -44,6 +45,7 @@ constexpr int64_t kMinN = 128, kMinK = 128;  // wgmma_eligible
 
 struct WgmmaTile {
   int bm, bn, stages, nb;
+  bool b_mn_major = false;      // B stored [K][N] (Note [Warp-specialized main loop])
   std::vector<int64_t> staged;  // each product's copies, in floats after the main loop's bytes
   int64_t staged_floats = 0;
   int threads() const { return 128 * (bm / 64 + 1); }
@@ -56,7 +58,8 @@ WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec) {
   // Two B operands on two consumer warpgroups: 2 x BN / 2 accumulators a thread within the 168
   // registers 384 threads get (65536 / 384, rounded down to 8): BN = 128 spilled 60 bytes.
   const int nb = static_cast<int>(spec.b.size());
-  WgmmaTile t{bm, N <= 64 || (nb == 2 && bm == 128) ? 64 : 128, kMaxStages, nb, {}, 0};
+  WgmmaTile t{bm, N <= 64 || (nb == 2 && bm == 128) ? 64 : 128, kMaxStages, nb, false, {}, 0};
+  t.b_mn_major = tc_transposes(spec).bkn;
   for (const EpilogueProduct& p : spec.products) {
     t.staged.push_back(t.staged_floats);
     t.staged_floats += t.bm * (p.k + 1) + p.k * (t.bn + 1);
@@ -67,7 +70,7 @@ WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec) {
 
 std::string wgmma_tag(const WgmmaTile& t) {
   return "[wgmma " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64, " +
-         std::to_string(t.stages) + " stages";
+         std::to_string(t.stages) + " stages" + (t.b_mn_major ? ", B N-major" : "");
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -99,14 +102,20 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
                          const WgmmaTile& t, std::vector<TensorMapArg>* maps) {
   const int nb = static_cast<int>(spec.b.size());
   const SymExpr two(2);
-  auto map_of = [&](const GemmOperandRef& op, const SymExpr& rows, const SymExpr& ld,
-                    int box_rows) {
+  // A map of `rows` rows of `cols` contiguous elements, `ld` elements apart.
+  auto map_of = [&](const GemmOperandRef& op, const SymExpr& rows, const SymExpr& cols,
+                    const SymExpr& ld, int box_rows) {
     spec.params.add(op.buffer, DType::kBF16, false);
-    maps->push_back({param_index(spec.params, op.buffer), op.offset * two, rows, spec.K, ld * two,
-                     box_rows, 64});
+    maps->push_back(
+        {param_index(spec.params, op.buffer), op.offset * two, rows, cols, ld * two, box_rows, 64});
   };
-  map_of(spec.a, spec.M, spec.a.row_stride, t.bm);
-  for (const GemmOperandRef& b : spec.b) map_of(b, spec.N, b.col_stride, t.bn);
+  map_of(spec.a, spec.M, spec.K, spec.a.row_stride, t.bm);
+  for (const GemmOperandRef& b : spec.b) {
+    if (t.b_mn_major)
+      map_of(b, spec.K, spec.N, b.row_stride, 64);  // boxes of 64 K rows of 64 columns
+    else
+      map_of(b, spec.N, spec.K, b.col_stride, t.bn);
+  }
   std::string map_params, b_maps;
   for (size_t i = 0; i < maps->size(); ++i) {
     map_params += ", const __grid_constant__ DgTensorMap dg_map" + std::to_string(i);
@@ -126,7 +135,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(t.threads()) + ") " +
          name + "(" + spec.params.declaration() + map_params + ctx.symbol_params() + ") {\n" +
          "  typedef DgWgmmaTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
-         std::to_string(t.stages) + ", " + NB + "> Tile;\n" +
+         std::to_string(t.stages) + ", " + NB + (t.b_mn_major ? ", true" : "") + "> Tile;\n" +
          "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) + ";\n" +
          "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
          "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
@@ -161,8 +170,8 @@ bool wgmma_eligible(const GemmKernelSpec& spec) {
   for (const EpilogueProduct& p : spec.products)  // Note [Staged rank-r epilogue]
     if (p.ct != "float" || p.k != spec.products[0].k) return false;
   if (wgmma_tile(128, *spec.N.as_const(), spec).smem_bytes() > kMaxSmemBytes) return false;
-  const TcTransposes tr = tc_transposes(spec);
-  return !tr.at && !tr.bkn;
+  // Every B has the first one's layout (tensor_core_eligible): one main loop serves them all.
+  return !tc_transposes(spec).at;
 }
 
 void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {

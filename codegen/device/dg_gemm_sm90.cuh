@@ -4,11 +4,15 @@
 //
 // Note [Warp-specialized main loop]
 // - A block of kConsumers + 1 warpgroups computes a BM x BN tile of C_j = A B_j^T for NB (1 or
-//   2) B operands sharing A, A [M][K] and B_j [N][K] all K-major (a linear layer's activations
-//   and weights), K in steps of 64: one 128-byte swizzle row of bf16, so each stage holds A's BM
-//   rows and each B's BN rows as 128-byte swizzle atoms (Note [TMA box copies] in dg_tma.cuh),
-//   SBO 1024, and a k16 step is 32 bytes further into the rows (Note [wgmma layouts] in
-//   dg_wgmma.cuh).
+//   2) B operands sharing A, A [M][K] K-major (activations), K in steps of 64: one 128-byte
+//   swizzle row of bf16, so each stage holds A's BM rows as 128-byte swizzle atoms (Note [TMA
+//   box copies] in dg_tma.cuh), SBO 1024, and a k16 step is 32 bytes further into the rows
+//   (Note [wgmma layouts] in dg_wgmma.cuh).
+// - B_j is K-major ([N][K], a linear layer's weight) and stored like A, or, with kBMnMajor,
+//   N-major ([K][N]: the weight as the backward's dgrad reads it). Then a stage holds BN / 64
+//   boxes of 64 K rows of 64 columns (128 bytes, one swizzle row), 8 KB apart: LBO 8192 steps
+//   along N between them, SBO 1024 between groups of 8 K rows, and a k16 step is 16 K rows, 2048
+//   bytes further (imm-trans-b = 1).
 // - The last warpgroup is the producer: one thread waits for a stage to be free (its `empty`
 //   barrier), expects the stage's bytes on its `full` barrier and issues the 1 + NB TMA boxes. The
 //   boxes overhang M and K with zeros (the TMA fill), so ragged tiles need no predicates, and M
@@ -33,9 +37,10 @@
 #include "dg_sync.cuh"  // dg_dynamic_smem
 #endif
 
-template <int BM_, int BN_, int STAGES_, int NB_ = 1>
+template <int BM_, int BN_, int STAGES_, int NB_ = 1, bool B_MN_MAJOR_ = false>
 struct DgWgmmaTile {
   static constexpr int BM = BM_, BN = BN_, kStages = STAGES_, NB = NB_;
+  static constexpr bool kBMnMajor = B_MN_MAJOR_;
   static constexpr int kBK = 64;  // one 128-byte swizzle row of bf16
   static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -50,6 +55,9 @@ struct DgWgmmaTile {
   static_assert(NB == 1 || NB == 2, "one B operand, or two sharing A");
   static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0,
                 "tiles on 1024-byte boundaries for the 128-byte swizzle");
+  static_assert(!kBMnMajor || BN % 64 == 0, "an N-major B tile is whole 64-column boxes");
+  // An N-major B box: 64 K rows of 64 columns (one 128-byte swizzle row each).
+  static constexpr int kBoxBytesMn = kBK * 64 * 2;
 };
 
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
@@ -58,8 +66,8 @@ struct DgWgmmaTile {
 // for B operand j: the consumers return true with their accumulators (Note [wgmma layouts]:
 // warpgroup w holds rows 64 w + [0, 64)); the producer returns false once its loads are issued.
 // a_map and b_maps[j] are 2-D maps of A (dims {K, M}, box {64, BM}) and B_j (dims {K, N}, box
-// {64, BN}), 128-byte swizzle. Every thread of the block calls it, with Tile::kSmemBytes of
-// dynamic shared memory.
+// {64, BN}; N-major: dims {N, K}, box {64, 64}), 128-byte swizzle. Every thread of the block
+// calls it, with Tile::kSmemBytes of dynamic shared memory.
 template <class Tile>
 DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgTensorMap* a_map,
                                  const DgTensorMap* const (&b_maps)[Tile::NB], long long m0,
@@ -88,9 +96,17 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgT
         unsigned char* const stage = smem + s * Tile::kStage;
         dg_tma_load_2d(stage, a_map, t * Tile::kBK, static_cast<int>(m0), &full[s]);
         DG_UNROLL
-        for (int j = 0; j < Tile::NB; ++j)
-          dg_tma_load_2d(stage + Tile::kStageA + j * Tile::kStageB, b_maps[j], t * Tile::kBK,
-                         static_cast<int>(n0), &full[s]);
+        for (int j = 0; j < Tile::NB; ++j) {
+          unsigned char* const b_stage = stage + Tile::kStageA + j * Tile::kStageB;
+          if constexpr (Tile::kBMnMajor) {
+            DG_UNROLL
+            for (int h = 0; h < Tile::BN / 64; ++h)
+              dg_tma_load_2d(b_stage + h * Tile::kBoxBytesMn, b_maps[j],
+                             static_cast<int>(n0) + 64 * h, t * Tile::kBK, &full[s]);
+          } else {
+            dg_tma_load_2d(b_stage, b_maps[j], t * Tile::kBK, static_cast<int>(n0), &full[s]);
+          }
+        }
       }
     }
     return false;
@@ -107,11 +123,18 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgT
     dg_wgmma_fence();
     DG_UNROLL
     for (int j = 0; j < Tile::NB; ++j) {
-      const dg_u64 db = dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB),
-                                      16, 1024, kDgSwizzle128B);
-      DG_UNROLL
-      for (int kk = 0; kk < Tile::kBK / 16; ++kk)
-        dg_wgmma_m64nNk16_bf16<Tile::BN>(acc[j], da + 2 * kk, db + 2 * kk, true);
+      const dg_u32 b_at = dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB);
+      if constexpr (Tile::kBMnMajor) {
+        const dg_u64 db = dg_wgmma_desc(b_at, Tile::kBoxBytesMn, 1024, kDgSwizzle128B);
+        DG_UNROLL
+        for (int kk = 0; kk < Tile::kBK / 16; ++kk)  // 16 K rows of 128 bytes a step
+          dg_wgmma_m64nNk16_bf16<Tile::BN, false, true>(acc[j], da + 2 * kk, db + 128 * kk, true);
+      } else {
+        const dg_u64 db = dg_wgmma_desc(b_at, 16, 1024, kDgSwizzle128B);
+        DG_UNROLL
+        for (int kk = 0; kk < Tile::kBK / 16; ++kk)
+          dg_wgmma_m64nNk16_bf16<Tile::BN>(acc[j], da + 2 * kk, db + 2 * kk, true);
+      }
     }
     dg_wgmma_commit();
     dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired: free its stage

@@ -6,12 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "tests/codegen/resized_fixture.h"
 #include "tests/codegen/shifted_input.h"
 
 namespace dg {
@@ -145,10 +144,7 @@ TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
 // wgmma epilogue (dg_wgmma_epilogue_rank). Waves of 32 blocks put the 128-row tiles from M = 129
 // and the down projection's 64-row tile at 65 <= M <= 128; mma.sync below.
 TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
-  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/seed_expert_mlp.dgir");
-  std::stringstream text;
-  text << f.rdbuf();
-  std::string widened = text.str();
+  std::string widened = fixture_text("seed_expert_mlp.dgir");
   const std::string range = "sym s77 in [2, inf]";
   ASSERT_NE(widened.find(range), std::string::npos);
   widened.replace(widened.find(range), range.size(), "sym s77 in [0, inf]");
@@ -171,6 +167,60 @@ TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
       EXPECT_TRUE(c.ok) << "s = " << s << " " << c.what << c.message;
   }
   EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+}
+
+// Runs `g` compiled for sm_90a (waves of `wave_ctas` blocks) at each token count of `symbol`
+// against the reference; no tensor map may be refused.
+void check_sm90_token_counts(const Graph& g, int64_t wave_ctas, const std::string& symbol,
+                             const std::vector<int64_t>& token_counts, int min_n_major_kernels) {
+  CompileOutcome o = compile_graph(g, sm90_request(wave_ctas));
+  ASSERT_TRUE(o.ok()) << o.error;
+  EXPECT_GE(count_with(o.executable->plan(), ", B N-major"), min_n_major_kernels);
+  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
+  for (int64_t s : token_counts) {
+    auto inputs = make_random_inputs(g, {{symbol, s}}, 500 + s);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
+                                          ToleranceMode::kTensorScale);
+    ASSERT_TRUE(checks.ok()) << "s = " << s << ": " << checks.message();
+    for (const OutputCheck& c : checks.value())
+      EXPECT_TRUE(c.ok) << "s = " << s << " " << c.what << c.message;
+  }
+  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+}
+
+// dy @ W with W stored [K][N] (the backward's dgrad): B N-major, N = 200 (the last 64-column box
+// past N), K = 192, an epilogue reading another input. Waves of 4 blocks: 64 x 128 from M = 65,
+// 128 x 128 from 129.
+constexpr const char* kDgrad = R"(graph @dgrad
+sym n in [0, inf] div 1
+input %dy: bf16[n, 192]
+input %w: bf16[192, 200]
+input %h: bf16[n, 200]
+%dx: bf16[n, 200] = matmul(%dy, %w)
+%y: bf16[n, 200] = mul(%dx, %h)
+output %y
+)";
+
+TEST(WgmmaGemm, NMajorBMatchesTheReferenceAroundEveryTileBoundary) {
+  ParseResult parsed = parse_graph_text(kDgrad);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  check_sm90_token_counts(parsed.graph, 4, "n", {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000},
+                          2);
+}
+
+// The 320/200 r = 64 LoRA backward: the dgrad of the down projection (N = 200, K = 320, a staged
+// rank-r product) on wgmma with B N-major.
+TEST(WgmmaGemm, RaggedLoraBackwardMatchesTheReference) {
+  check_sm90_token_counts(resized_seed("seed_expert_mlp_backward.dgir", 320, 200, 64), 4, "s77",
+                          {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 2);
+}
+
+// The seed's backward at OLMoE sizes: waves of 16 blocks put its dgrad GEMM (N = 1024, eight
+// column tiles) on 64 x 128 wgmma from M = 65 and on 128 x 128 from M = 129.
+TEST(WgmmaGemm, SeedBackwardMatchesTheReference) {
+  check_sm90_token_counts(resized_seed("seed_expert_mlp_backward.dgir", 2048, 1024, 16), 16, "s77",
+                          {1, 64, 65, 129, 257}, 2);
 }
 
 }  // namespace
