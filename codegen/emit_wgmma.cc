@@ -23,10 +23,11 @@
 // kMaxStages, or fewer where shared memory ends.
 // Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
 // mma.sync variants covering the wgmma range follow as fallbacks for a call whose maps the driver
-// refuses. On mma.sync stay: GEMMs with N or K below 128 (wgmma_eligible), K segments (one
-// accumulator over several K ranges: the backward's dx from gate and up), an M-major A (the
-// weight gradients, which have their own kernels), and products that cannot be staged (not f32,
-// of different ranks, or too large for shared memory beside two stages).
+// refuses. A GEMM over K segments (Note [K-concatenated GEMMs]: the backward's dx from gate and
+// up) takes a map per segment and operand; the producer walks the segments in turn. On mma.sync
+// stay: GEMMs with N or K below 128 (wgmma_eligible), an M-major A (the weight gradients, which
+// have their own kernels), and products that cannot be staged (not f32, of different ranks, or
+// too large for shared memory beside two stages).
 #include <algorithm>
 
 #include "codegen/c_expr.h"
@@ -109,19 +110,48 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
     maps->push_back(
         {param_index(spec.params, op.buffer), op.offset * two, rows, cols, ld * two, box_rows, 64});
   };
-  map_of(spec.a, spec.M, spec.K, spec.a.row_stride, t.bm);
-  for (const GemmOperandRef& b : spec.b) {
-    if (t.b_mn_major)
-      map_of(b, spec.K, spec.N, b.row_stride, 64);  // boxes of 64 K rows of 64 columns
-    else
-      map_of(b, spec.N, spec.K, b.col_stride, t.bn);
+  std::vector<GemmKSegment> segments = spec.k_segments;
+  if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
+  // Per segment, its A map then its B maps: dg_map<(1 + NB) g + j>.
+  for (const GemmKSegment& seg : segments) {
+    map_of(seg.a, spec.M, seg.K, seg.a.row_stride, t.bm);
+    for (const GemmOperandRef& b : seg.b) {
+      if (t.b_mn_major)
+        map_of(b, seg.K, spec.N, b.row_stride, 64);  // boxes of 64 K rows of 64 columns
+      else
+        map_of(b, spec.N, seg.K, b.col_stride, t.bn);
+    }
   }
-  std::string map_params, b_maps;
-  for (size_t i = 0; i < maps->size(); ++i) {
+  std::string map_params;
+  for (size_t i = 0; i < maps->size(); ++i)
     map_params += ", const __grid_constant__ DgTensorMap dg_map" + std::to_string(i);
-    if (i > 0) b_maps += std::string(i > 1 ? ", " : "") + "&dg_map" + std::to_string(i);
-  }
   const std::string NB = std::to_string(nb);
+  auto map_ref = [](size_t i) { return "&dg_map" + std::to_string(i); };
+  std::string mainloop;
+  if (segments.size() == 1) {
+    std::string b_maps;
+    for (int j = 0; j < nb; ++j) b_maps += (j ? ", " : "") + map_ref(1 + j);
+    mainloop = "  const DgTensorMap* const b_maps[" + NB + "] = {" + b_maps +
+               "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " +
+               c_expr(spec.K) + ")) return;\n";
+  } else {
+    const std::string NSEG = std::to_string(segments.size());
+    std::string a_maps, b_maps, seg_k;
+    for (size_t g = 0; g < segments.size(); ++g) {
+      const size_t first = g * (1 + nb);
+      const std::string sep = g ? ", " : "";
+      a_maps += sep + map_ref(first);
+      std::string row;
+      for (int j = 0; j < nb; ++j) row += (j ? ", " : "") + map_ref(first + 1 + j);
+      b_maps += sep + "{" + row + "}";
+      seg_k += sep + c_expr(segments[g].K);
+    }
+    mainloop = "  const DgTensorMap* const a_maps[" + NSEG + "] = {" + a_maps +
+               "};\n  const DgTensorMap* const b_maps[" + NSEG + "][" + NB + "] = {" + b_maps +
+               "};\n  const long long seg_k[" + NSEG + "] = {" + seg_k +
+               "};\n  if (!dg_wgmma_mainloop_segments<Tile, " + NSEG +
+               ">(acc, a_maps, b_maps, seg_k, m0, n0)) return;\n";
+  }
   const bool staged = !spec.products.empty();
   std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi);\n";
   if (staged) {
@@ -140,10 +170,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
          "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
          "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
          "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n" +
-         staging + "  float acc[" + NB + "][Tile::BN / 2];\n  const DgTensorMap* const b_maps[" +
-         NB + "] = {" + b_maps +
-         "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " + c_expr(spec.K) +
-         ")) return;\n" + epilogue + "}\n";
+         staging + "  float acc[" + NB + "][Tile::BN / 2];\n" + mainloop + epilogue + "}\n";
 }
 
 // Variant `v` of the GEMM whose first kernel is `base`, for M in [lo, hi].
@@ -163,7 +190,6 @@ std::string range_text(int64_t lo, int64_t hi, bool single) {
 }  // namespace
 
 bool wgmma_eligible(const GemmKernelSpec& spec) {
-  if (!spec.k_segments.empty()) return false;
   // Narrow or short GEMMs (a LoRA factor's N = 16, K = 64) fill a wave only at tens of thousands
   // of tokens and give the pipeline one or two k tiles: mma.sync's tiles serve them.
   if (*spec.N.as_const() < kMinN || *spec.K.as_const() < kMinK) return false;

@@ -122,7 +122,7 @@ void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaun
                           const TileConfig& t, const std::string& range);
 
 // True when the sm_90a main loop can take a tensor-core spec (Note [sm_90a GEMMs] in
-// emit_wgmma.cc): A K-major, every B K-major or every B N-major, no K segments.
+// emit_wgmma.cc): A K-major, every B K-major or every B N-major.
 bool wgmma_eligible(const GemmKernelSpec& spec);
 // The sm_90a kernels of such a GEMM: wgmma tiles by M, mma.sync for the smallest M and as the
 // fallback when a tensor map cannot be encoded (Note [Tensor maps] in kernel_plan.h).

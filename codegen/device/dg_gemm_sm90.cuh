@@ -27,6 +27,10 @@
 //   The producer's first round waits on parity 1, which an untouched barrier reports complete.
 // - The producer warpgroup returns once its loads are issued: nothing after the main loop may
 //   use __syncthreads (dg_wgmma_epilogue does not).
+// - K segments (Note [K-concatenated GEMMs]): one accumulator over NSEG K ranges, each with its
+//   own maps. The producer walks the segments' k tiles in order, ceil(K_s / 64) each (the box
+//   overhanging a segment's K reads zeros, from A and B alike); the consumers see one sequence of
+//   tiles and never learn where a segment ends.
 #pragma once
 #include "dg_config.cuh"
 #include "dg_mbarrier.cuh"
@@ -62,16 +66,19 @@ struct DgWgmmaTile {
 
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
 
-// Accumulates the block's BM x BN tiles at (m0, n0) over [0, K) into acc (zeroed here), acc[j]
-// for B operand j: the consumers return true with their accumulators (Note [wgmma layouts]:
-// warpgroup w holds rows 64 w + [0, 64)); the producer returns false once its loads are issued.
-// a_map and b_maps[j] are 2-D maps of A (dims {K, M}, box {64, BM}) and B_j (dims {K, N}, box
-// {64, BN}; N-major: dims {N, K}, box {64, 64}), 128-byte swizzle. Every thread of the block
-// calls it, with Tile::kSmemBytes of dynamic shared memory.
-template <class Tile>
-DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgTensorMap* a_map,
-                                 const DgTensorMap* const (&b_maps)[Tile::NB], long long m0,
-                                 long long n0, long long K) {
+// Accumulates the block's BM x BN tiles at (m0, n0) over the K segments into acc (zeroed here),
+// acc[j] for B operand j: the consumers return true with their accumulators (Note [wgmma
+// layouts]: warpgroup w holds rows 64 w + [0, 64)); the producer returns false once its loads
+// are issued. Segment g is seg_k[g] long; a_maps[g] and b_maps[g][j] are 2-D maps of its A (dims
+// {K_g, M}, box {64, BM}) and B_j (dims {K_g, N}, box {64, BN}; N-major: dims {N, K_g}, box
+// {64, 64}), 128-byte swizzle. Every thread of the block calls it, with Tile::kSmemBytes of
+// dynamic shared memory.
+template <class Tile, int NSEG>
+DG_DEVICE bool dg_wgmma_mainloop_segments(float (&acc)[Tile::NB][Tile::BN / 2],
+                                          const DgTensorMap* const (&a_maps)[NSEG],
+                                          const DgTensorMap* const (&b_maps)[NSEG][Tile::NB],
+                                          const long long (&seg_k)[NSEG], long long m0,
+                                          long long n0) {
   unsigned char* const smem = dg_dynamic_smem();
   dg_u64* const full = reinterpret_cast<dg_u64*>(smem + Tile::kStages * Tile::kStage);
   dg_u64* const empty = full + Tile::kStages;
@@ -85,26 +92,33 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgT
     dg_fence_barrier_init();
   }
   __syncthreads();
-  const int k_tiles = static_cast<int>((K + Tile::kBK - 1) / Tile::kBK);
+  int k_tiles = 0;
+  DG_UNROLL
+  for (int g = 0; g < NSEG; ++g)
+    k_tiles += static_cast<int>((seg_k[g] + Tile::kBK - 1) / Tile::kBK);
   if (wg == Tile::kConsumers) {  // the producer
     if (leader) {
-      for (int t = 0; t < k_tiles; ++t) {
-        const int s = t % Tile::kStages;
-        const unsigned round = static_cast<unsigned>(t / Tile::kStages);
-        dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u);
-        dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
-        unsigned char* const stage = smem + s * Tile::kStage;
-        dg_tma_load_2d(stage, a_map, t * Tile::kBK, static_cast<int>(m0), &full[s]);
-        DG_UNROLL
-        for (int j = 0; j < Tile::NB; ++j) {
-          unsigned char* const b_stage = stage + Tile::kStageA + j * Tile::kStageB;
-          if constexpr (Tile::kBMnMajor) {
-            DG_UNROLL
-            for (int h = 0; h < Tile::BN / 64; ++h)
-              dg_tma_load_2d(b_stage + h * Tile::kBoxBytesMn, b_maps[j],
-                             static_cast<int>(n0) + 64 * h, t * Tile::kBK, &full[s]);
-          } else {
-            dg_tma_load_2d(b_stage, b_maps[j], t * Tile::kBK, static_cast<int>(n0), &full[s]);
+      int t = 0;  // the tile across segments: its stage and round
+      for (int g = 0; g < NSEG; ++g) {
+        const int seg_tiles = static_cast<int>((seg_k[g] + Tile::kBK - 1) / Tile::kBK);
+        for (int kt = 0; kt < seg_tiles; ++kt, ++t) {
+          const int s = t % Tile::kStages, k0 = kt * Tile::kBK;
+          const unsigned round = static_cast<unsigned>(t / Tile::kStages);
+          dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u);
+          dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
+          unsigned char* const stage = smem + s * Tile::kStage;
+          dg_tma_load_2d(stage, a_maps[g], k0, static_cast<int>(m0), &full[s]);
+          DG_UNROLL
+          for (int j = 0; j < Tile::NB; ++j) {
+            unsigned char* const b_stage = stage + Tile::kStageA + j * Tile::kStageB;
+            if constexpr (Tile::kBMnMajor) {
+              DG_UNROLL
+              for (int h = 0; h < Tile::BN / 64; ++h)
+                dg_tma_load_2d(b_stage + h * Tile::kBoxBytesMn, b_maps[g][j],
+                               static_cast<int>(n0) + 64 * h, k0, &full[s]);
+            } else {
+              dg_tma_load_2d(b_stage, b_maps[g][j], k0, static_cast<int>(n0), &full[s]);
+            }
           }
         }
       }
@@ -142,6 +156,19 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgT
   }
   dg_wgmma_wait<0>();
   return true;
+}
+
+// One K range: a_map and b_maps[j] over [0, K).
+template <class Tile>
+DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgTensorMap* a_map,
+                                 const DgTensorMap* const (&b_maps)[Tile::NB], long long m0,
+                                 long long n0, long long K) {
+  const DgTensorMap* const a_maps[1] = {a_map};
+  const DgTensorMap* b_seg[1][Tile::NB];
+  DG_UNROLL
+  for (int j = 0; j < Tile::NB; ++j) b_seg[0][j] = b_maps[j];
+  const long long seg_k[1] = {K};
+  return dg_wgmma_mainloop_segments<Tile, 1>(acc, a_maps, b_seg, seg_k, m0, n0);
 }
 
 // Calls epi(row, col, value) (NB = 1) or epi(row, col, value0, value1) (NB = 2) for the

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
@@ -170,12 +171,17 @@ TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
 }
 
 // Runs `g` compiled for sm_90a (waves of `wave_ctas` blocks) at each token count of `symbol`
-// against the reference; no tensor map may be refused.
+// against the reference; no tensor map may be refused. The plan must hold `n_major` wgmma kernels
+// reading B N-major, and a wgmma GEMM over two K segments where `k_segments`.
 void check_sm90_token_counts(const Graph& g, int64_t wave_ctas, const std::string& symbol,
-                             const std::vector<int64_t>& token_counts, int min_n_major_kernels) {
+                             const std::vector<int64_t>& token_counts, int n_major,
+                             bool k_segments) {
   CompileOutcome o = compile_graph(g, sm90_request(wave_ctas));
   ASSERT_TRUE(o.ok()) << o.error;
-  EXPECT_GE(count_with(o.executable->plan(), ", B N-major"), min_n_major_kernels);
+  EXPECT_EQ(count_with(o.executable->plan(), ", B N-major"), n_major);
+  EXPECT_EQ(
+      o.executable->plan().source.find("dg_wgmma_mainloop_segments<Tile, 2>") != std::string::npos,
+      k_segments);
   const int64_t fallbacks = runtime_stats().tma_fallback_launches;
   for (int64_t s : token_counts) {
     auto inputs = make_random_inputs(g, {{symbol, s}}, 500 + s);
@@ -206,21 +212,50 @@ TEST(WgmmaGemm, NMajorBMatchesTheReferenceAroundEveryTileBoundary) {
   ParseResult parsed = parse_graph_text(kDgrad);
   ASSERT_TRUE(parsed.ok()) << parsed.error;
   check_sm90_token_counts(parsed.graph, 4, "n", {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000},
-                          2);
+                          2, false);
 }
 
-// The 320/200 r = 64 LoRA backward: the dgrad of the down projection (N = 200, K = 320, a staged
-// rank-r product) on wgmma with B N-major.
+// The 320/200 r = 64 LoRA backward on wgmma with B N-major: the dgrad of the down projection
+// (N = 200, K = 320, a staged rank-r product) and dx over the gate and up segments (K = 200 each:
+// every segment ends in a partial k tile, whose overhang must read zeros).
 TEST(WgmmaGemm, RaggedLoraBackwardMatchesTheReference) {
   check_sm90_token_counts(resized_seed("seed_expert_mlp_backward.dgir", 320, 200, 64), 4, "s77",
-                          {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 2);
+                          {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 4, true);
 }
 
-// The seed's backward at OLMoE sizes: waves of 16 blocks put its dgrad GEMM (N = 1024, eight
-// column tiles) on 64 x 128 wgmma from M = 65 and on 128 x 128 from M = 129.
+// The seed's backward at OLMoE sizes: waves of 16 blocks put the down projection's dgrad
+// (N = 1024, eight column tiles) on 64 x 128 wgmma from M = 65 and on 128 x 128 from M = 129, and
+// dx over two K segments (N = 2048) on 128 x 128 from M = 1.
 TEST(WgmmaGemm, SeedBackwardMatchesTheReference) {
   check_sm90_token_counts(resized_seed("seed_expert_mlp_backward.dgir", 2048, 1024, 16), 16, "s77",
-                          {1, 64, 65, 129, 257}, 2);
+                          {1, 64, 65, 129, 257}, 3, true);
+}
+
+// The DBRX-style expert backward (tests/fixtures/dbrx_expert_backward.dgir: 4 experts, weights
+// as strided slices of fused parameters, no LoRA) at hidden 192 and ffn 160, so that both of its
+// GEMMs reach wgmma: grad_h = g @ w2_e^T (B K-major, N = 160) and dx over the gate and up
+// segments (B N-major, N = 192, K = 160 each), every map starting at expert 2's slice.
+Graph dbrx_backward(int64_t hidden, int64_t ffn) {
+  std::string text = fixture_text("dbrx_expert_backward.dgir");
+  std::string out;
+  std::regex shape(R"(\[[^\]]*\])");
+  size_t last = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), shape), end; it != end; ++it) {
+    out += text.substr(last, it->position() - last);
+    std::string dims = std::regex_replace(it->str(), std::regex(R"(\b384\b)"), "Q");
+    dims = std::regex_replace(dims, std::regex(R"(\b96\b)"), std::to_string(ffn));
+    dims = std::regex_replace(dims, std::regex(R"(\b64\b)"), std::to_string(hidden));
+    out += std::regex_replace(dims, std::regex(R"(\bQ\b)"), std::to_string(4 * ffn));
+    last = it->position() + it->length();
+  }
+  ParseResult r = parse_graph_text(out + text.substr(last));
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.graph;
+}
+
+TEST(WgmmaGemm, DbrxExpertBackwardMatchesTheReference) {
+  check_sm90_token_counts(dbrx_backward(192, 160), 4, "s", {2, 63, 64, 65, 129, 257, 1000}, 2,
+                          true);
 }
 
 }  // namespace
