@@ -97,6 +97,37 @@ int param_index(const KernelParams& params, BufferRef buffer) {
   return static_cast<int>(std::find(b.begin(), b.end(), buffer) - b.begin());
 }
 
+std::string map_ref(size_t i) { return "&dg_map" + std::to_string(i); }
+
+// The consumers' call of the main loop, the maps of segment g being dg_map<(1 + nb) g + j> (A
+// then each B); one segment calls dg_wgmma_mainloop, several dg_wgmma_mainloop_segments.
+std::string mainloop_call(const std::vector<GemmKSegment>& segments, int nb, const SymExpr& K) {
+  const std::string NB = std::to_string(nb);
+  if (segments.size() == 1) {
+    std::string b_maps;
+    for (int j = 0; j < nb; ++j) b_maps += (j ? ", " : "") + map_ref(1 + j);
+    return "  const DgTensorMap* const b_maps[" + NB + "] = {" + b_maps +
+           "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " + c_expr(K) +
+           ")) return;\n";
+  }
+  const std::string NSEG = std::to_string(segments.size());
+  std::string a_maps, b_maps, seg_k;
+  for (size_t g = 0; g < segments.size(); ++g) {
+    const size_t first = g * (1 + nb);
+    const std::string sep = g ? ", " : "";
+    a_maps += sep + map_ref(first);
+    std::string row;
+    for (int j = 0; j < nb; ++j) row += (j ? ", " : "") + map_ref(first + 1 + j);
+    b_maps += sep + "{" + row + "}";
+    seg_k += sep + c_expr(segments[g].K);
+  }
+  return "  const DgTensorMap* const a_maps[" + NSEG + "] = {" + a_maps +
+         "};\n  const DgTensorMap* const b_maps[" + NSEG + "][" + NB + "] = {" + b_maps +
+         "};\n  const long long seg_k[" + NSEG + "] = {" + seg_k +
+         "};\n  if (!dg_wgmma_mainloop_segments<Tile, " + NSEG +
+         ">(acc, a_maps, b_maps, seg_k, m0, n0)) return;\n";
+}
+
 // The kernel: the tensor maps after the pointers, the main loop, the epilogue lambda on every
 // accumulator inside [0, M) x [0, N).
 std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
@@ -126,32 +157,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   for (size_t i = 0; i < maps->size(); ++i)
     map_params += ", const __grid_constant__ DgTensorMap dg_map" + std::to_string(i);
   const std::string NB = std::to_string(nb);
-  auto map_ref = [](size_t i) { return "&dg_map" + std::to_string(i); };
-  std::string mainloop;
-  if (segments.size() == 1) {
-    std::string b_maps;
-    for (int j = 0; j < nb; ++j) b_maps += (j ? ", " : "") + map_ref(1 + j);
-    mainloop = "  const DgTensorMap* const b_maps[" + NB + "] = {" + b_maps +
-               "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " +
-               c_expr(spec.K) + ")) return;\n";
-  } else {
-    const std::string NSEG = std::to_string(segments.size());
-    std::string a_maps, b_maps, seg_k;
-    for (size_t g = 0; g < segments.size(); ++g) {
-      const size_t first = g * (1 + nb);
-      const std::string sep = g ? ", " : "";
-      a_maps += sep + map_ref(first);
-      std::string row;
-      for (int j = 0; j < nb; ++j) row += (j ? ", " : "") + map_ref(first + 1 + j);
-      b_maps += sep + "{" + row + "}";
-      seg_k += sep + c_expr(segments[g].K);
-    }
-    mainloop = "  const DgTensorMap* const a_maps[" + NSEG + "] = {" + a_maps +
-               "};\n  const DgTensorMap* const b_maps[" + NSEG + "][" + NB + "] = {" + b_maps +
-               "};\n  const long long seg_k[" + NSEG + "] = {" + seg_k +
-               "};\n  if (!dg_wgmma_mainloop_segments<Tile, " + NSEG +
-               ">(acc, a_maps, b_maps, seg_k, m0, n0)) return;\n";
-  }
+  const std::string mainloop = mainloop_call(segments, nb, spec.K);
   const bool staged = !spec.products.empty();
   std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi);\n";
   if (staged) {
