@@ -263,10 +263,8 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
                       const std::optional<std::vector<int64_t>>& staged) {
   const int nb = static_cast<int>(spec.b.size());
   const std::string NB = std::to_string(nb);
-  std::vector<GemmKSegment> segments = spec.k_segments;
-  if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
   std::string loops;
-  for (const GemmKSegment& seg : segments) {
+  for (const GemmKSegment& seg : k_segments_or_whole(spec)) {
     const std::string a = spec.params.add_checked(seg.a.buffer, DType::kBF16, seg.a.offset);
     std::string bs;
     for (const GemmOperandRef& b : seg.b)
@@ -464,6 +462,11 @@ void emit_scalar(LoweringContext& ctx, GemmKernelSpec& spec) {
 }
 
 }  // namespace
+
+std::vector<GemmKSegment> k_segments_or_whole(const GemmKernelSpec& spec) {
+  if (!spec.k_segments.empty()) return spec.k_segments;
+  return {GemmKSegment{spec.a, spec.b, spec.K}};
+}
 
 TcTransposes tc_transposes(const GemmKernelSpec& spec) {
   const SymExpr& k0 = spec.k_segments.empty() ? spec.K : spec.k_segments[0].K;

@@ -141,8 +141,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
     maps->push_back(
         {param_index(spec.params, op.buffer), op.offset * two, rows, cols, ld * two, box_rows, 64});
   };
-  std::vector<GemmKSegment> segments = spec.k_segments;
-  if (segments.empty()) segments.push_back({spec.a, spec.b, spec.K});
+  const std::vector<GemmKSegment> segments = k_segments_or_whole(spec);
   // Per segment, its A map then its B maps: dg_map<(1 + NB) g + j>.
   for (const GemmKSegment& seg : segments) {
     map_of(seg.a, spec.M, seg.K, seg.a.row_stride, t.bm);

@@ -116,6 +116,9 @@ struct TcTransposes {
 };
 TcTransposes tc_transposes(const GemmKernelSpec& spec);
 
+// The K ranges a tensor-core main loop walks: spec.k_segments, or the spec's own operands as one.
+std::vector<GemmKSegment> k_segments_or_whole(const GemmKernelSpec& spec);
+
 // The mma.sync kernel of tile t for a tensor-core spec, under `launch` (its name, grid, variant,
 // runs and flags set); `range` ends the summary's tile tag (", for M <= 512" or "").
 void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaunch launch,

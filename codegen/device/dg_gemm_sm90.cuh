@@ -62,6 +62,12 @@ struct DgWgmmaTile {
   static_assert(!kBMnMajor || BN % 64 == 0, "an N-major B tile is whole 64-column boxes");
   // An N-major B box: 64 K rows of 64 columns (one 128-byte swizzle row each).
   static constexpr int kBoxBytesMn = kBK * 64 * 2;
+  // B's descriptor: its LBO (unused K-major) and how far a k16 step moves its start, in the
+  // descriptor's 16-byte units: 32 bytes along a K-major row, 16 rows of 128 bytes N-major.
+  static constexpr unsigned kBLbo = kBMnMajor ? kBoxBytesMn : 16;
+  static constexpr int kBStep = kBMnMajor ? 2048 / 16 : 32 / 16;
+  // k tiles of a K range.
+  static DG_DEVICE int k_tiles(long long k) { return static_cast<int>((k + kBK - 1) / kBK); }
 };
 
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
@@ -94,14 +100,12 @@ DG_DEVICE bool dg_wgmma_mainloop_segments(float (&acc)[Tile::NB][Tile::BN / 2],
   __syncthreads();
   int k_tiles = 0;
   DG_UNROLL
-  for (int g = 0; g < NSEG; ++g)
-    k_tiles += static_cast<int>((seg_k[g] + Tile::kBK - 1) / Tile::kBK);
+  for (int g = 0; g < NSEG; ++g) k_tiles += Tile::k_tiles(seg_k[g]);
   if (wg == Tile::kConsumers) {  // the producer
     if (leader) {
       int t = 0;  // the tile across segments: its stage and round
       for (int g = 0; g < NSEG; ++g) {
-        const int seg_tiles = static_cast<int>((seg_k[g] + Tile::kBK - 1) / Tile::kBK);
-        for (int kt = 0; kt < seg_tiles; ++kt, ++t) {
+        for (int kt = 0; kt < Tile::k_tiles(seg_k[g]); ++kt, ++t) {
           const int s = t % Tile::kStages, k0 = kt * Tile::kBK;
           const unsigned round = static_cast<unsigned>(t / Tile::kStages);
           dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u);
@@ -137,18 +141,12 @@ DG_DEVICE bool dg_wgmma_mainloop_segments(float (&acc)[Tile::NB][Tile::BN / 2],
     dg_wgmma_fence();
     DG_UNROLL
     for (int j = 0; j < Tile::NB; ++j) {
-      const dg_u32 b_at = dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB);
-      if constexpr (Tile::kBMnMajor) {
-        const dg_u64 db = dg_wgmma_desc(b_at, Tile::kBoxBytesMn, 1024, kDgSwizzle128B);
-        DG_UNROLL
-        for (int kk = 0; kk < Tile::kBK / 16; ++kk)  // 16 K rows of 128 bytes a step
-          dg_wgmma_m64nNk16_bf16<Tile::BN, false, true>(acc[j], da + 2 * kk, db + 128 * kk, true);
-      } else {
-        const dg_u64 db = dg_wgmma_desc(b_at, 16, 1024, kDgSwizzle128B);
-        DG_UNROLL
-        for (int kk = 0; kk < Tile::kBK / 16; ++kk)
-          dg_wgmma_m64nNk16_bf16<Tile::BN>(acc[j], da + 2 * kk, db + 2 * kk, true);
-      }
+      const dg_u64 db = dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB),
+                                      Tile::kBLbo, 1024, kDgSwizzle128B);
+      DG_UNROLL
+      for (int kk = 0; kk < Tile::kBK / 16; ++kk)
+        dg_wgmma_m64nNk16_bf16<Tile::BN, false, Tile::kBMnMajor>(acc[j], da + 2 * kk,
+                                                                 db + Tile::kBStep * kk, true);
     }
     dg_wgmma_commit();
     dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired: free its stage

@@ -157,7 +157,9 @@ void check_every_variant_runs(const Graph& g, const std::string& symbol,
         if (on) ran.insert(k);
         launched += on;
       }
-      if (s > 0) EXPECT_EQ(launched, 1) << kernels[first].name << " at " << symbol << " = " << s;
+      if (s > 0) {
+        EXPECT_EQ(launched, 1) << kernels[first].name << " at " << symbol << " = " << s;
+      }
     }
     switched += ran.size() > 1;
     first = end - 1;

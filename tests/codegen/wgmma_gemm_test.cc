@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
@@ -67,6 +66,23 @@ int count_with(const KernelPlan& plan, const std::string& text) {
   return n;
 }
 
+// `exe` (g's sm_90a source) against the reference at each token count of `symbol`, inputs seeded
+// with seed_base + s; no tensor map may be refused on the way.
+void expect_matches_reference(const Graph& g, const Executable& exe, const std::string& symbol,
+                              const std::vector<int64_t>& token_counts, uint64_t seed_base) {
+  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
+  for (int64_t s : token_counts) {
+    auto inputs = make_random_inputs(g, {{symbol, s}}, seed_base + s);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto checks =
+        check_against_reference(g, exe, inputs.value(), 1.0, {}, ToleranceMode::kTensorScale);
+    ASSERT_TRUE(checks.ok()) << symbol << " = " << s << ": " << checks.message();
+    for (const OutputCheck& c : checks.value())
+      EXPECT_TRUE(c.ok) << symbol << " = " << s << " " << c.what << c.message;
+  }
+  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+}
+
 TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
   Compiled c = compile_sm90();
   ASSERT_TRUE(c.exe);
@@ -96,17 +112,8 @@ TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
 TEST(WgmmaGemm, MatchesTheReferenceAroundEveryTileBoundary) {
   Compiled c = compile_sm90();
   ASSERT_TRUE(c.exe);
-  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
-  for (int64_t n : {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}) {
-    auto inputs = make_random_inputs(c.graph, {{"n", n}}, 90 + n);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(c.graph, *c.exe, inputs.value(), 1.0, {},
-                                          ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << n << ": " << checks.message();
-    for (const OutputCheck& check : checks.value())
-      EXPECT_TRUE(check.ok) << "n = " << n << " " << check.what << check.message;
-  }
-  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+  expect_matches_reference(c.graph, *c.exe, "n", {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000},
+                           90);
 }
 
 TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
@@ -145,33 +152,20 @@ TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
 // wgmma epilogue (dg_wgmma_epilogue_rank). Waves of 32 blocks put the 128-row tiles from M = 129
 // and the down projection's 64-row tile at 65 <= M <= 128; mma.sync below.
 TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
-  std::string widened = fixture_text("seed_expert_mlp.dgir");
-  const std::string range = "sym s77 in [2, inf]";
-  ASSERT_NE(widened.find(range), std::string::npos);
-  widened.replace(widened.find(range), range.size(), "sym s77 in [0, inf]");
-  ParseResult parsed = parse_graph_text(widened);
-  ASSERT_TRUE(parsed.ok()) << parsed.error;
-  CompileOutcome o = compile_graph(parsed.graph, sm90_request(32));
+  // The fixture at its own sizes, its symbol's range widened to [0, inf].
+  const Graph g = resized_seed("seed_expert_mlp.dgir", 2048, 1024, 16);
+  CompileOutcome o = compile_graph(g, sm90_request(32));
   ASSERT_TRUE(o.ok()) << o.error;
   const KernelPlan& plan = o.executable->plan();
   EXPECT_EQ(count_with(plan, "[wgmma 128x"), 2);
   EXPECT_EQ(count_with(plan, "[wgmma 64x"), 1);
   EXPECT_NE(plan.source.find("dg_wgmma_epilogue_rank"), std::string::npos);
-  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
-  for (int64_t s : {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}) {
-    auto inputs = make_random_inputs(parsed.graph, {{"s77", s}}, 300 + s);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(parsed.graph, *o.executable, inputs.value(), 1.0, {},
-                                          ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << "s = " << s << ": " << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << "s = " << s << " " << c.what << c.message;
-  }
-  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+  expect_matches_reference(g, *o.executable, "s77",
+                           {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 300);
 }
 
 // Runs `g` compiled for sm_90a (waves of `wave_ctas` blocks) at each token count of `symbol`
-// against the reference; no tensor map may be refused. The plan must hold `n_major` wgmma kernels
+// against the reference (expect_matches_reference). The plan must hold `n_major` wgmma kernels
 // reading B N-major, and a wgmma GEMM over two K segments where `k_segments`.
 void check_sm90_token_counts(const Graph& g, int64_t wave_ctas, const std::string& symbol,
                              const std::vector<int64_t>& token_counts, int n_major,
@@ -182,17 +176,7 @@ void check_sm90_token_counts(const Graph& g, int64_t wave_ctas, const std::strin
   EXPECT_EQ(
       o.executable->plan().source.find("dg_wgmma_mainloop_segments<Tile, 2>") != std::string::npos,
       k_segments);
-  const int64_t fallbacks = runtime_stats().tma_fallback_launches;
-  for (int64_t s : token_counts) {
-    auto inputs = make_random_inputs(g, {{symbol, s}}, 500 + s);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
-                                          ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << "s = " << s << ": " << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << "s = " << s << " " << c.what << c.message;
-  }
-  EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
+  expect_matches_reference(g, *o.executable, symbol, token_counts, 500);
 }
 
 // dy @ W with W stored [K][N] (the backward's dgrad): B N-major, N = 200 (the last 64-column box
@@ -236,19 +220,11 @@ TEST(WgmmaGemm, SeedBackwardMatchesTheReference) {
 // GEMMs reach wgmma: grad_h = g @ w2_e^T (B K-major, N = 160) and dx over the gate and up
 // segments (B N-major, N = 192, K = 160 each), every map starting at expert 2's slice.
 Graph dbrx_backward(int64_t hidden, int64_t ffn) {
-  std::string text = fixture_text("dbrx_expert_backward.dgir");
-  std::string out;
-  std::regex shape(R"(\[[^\]]*\])");
-  size_t last = 0;
-  for (std::sregex_iterator it(text.begin(), text.end(), shape), end; it != end; ++it) {
-    out += text.substr(last, it->position() - last);
-    std::string dims = std::regex_replace(it->str(), std::regex(R"(\b384\b)"), "Q");
-    dims = std::regex_replace(dims, std::regex(R"(\b96\b)"), std::to_string(ffn));
-    dims = std::regex_replace(dims, std::regex(R"(\b64\b)"), std::to_string(hidden));
-    out += std::regex_replace(dims, std::regex(R"(\bQ\b)"), std::to_string(4 * ffn));
-    last = it->position() + it->length();
-  }
-  ParseResult r = parse_graph_text(out + text.substr(last));
+  ParseResult r = parse_graph_text(replace_in_shapes(fixture_text("dbrx_expert_backward.dgir"),
+                                                     {{"384", "Q"},
+                                                      {"96", std::to_string(ffn)},
+                                                      {"64", std::to_string(hidden)},
+                                                      {"Q", std::to_string(4 * ffn)}}));
   EXPECT_TRUE(r.ok()) << r.error;
   return r.graph;
 }
