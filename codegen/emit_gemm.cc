@@ -32,6 +32,13 @@ std::string KernelParams::add_checked(BufferRef buffer, DType dtype, const SymEx
   return names_[param] + " + " + c_expr(offset);
 }
 
+void KernelParams::check_paired_output(BufferRef buffer, DType dtype) {
+  const CheckedOperand checked{position(buffer, dtype, true), SymExpr(0),
+                               2 * static_cast<int>(dtype_size(dtype)), true};
+  if (std::find(checked_.begin(), checked_.end(), checked) == checked_.end())
+    checked_.push_back(checked);
+}
+
 std::string KernelParams::declaration() const {
   std::string s;
   for (size_t i = 0; i < decls_.size(); ++i) s += (i ? ", " : "") + decls_[i];
@@ -97,7 +104,21 @@ std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
   std::string s = accessors + "  auto " + name + " = [&](long long row, int col, " + acc + " acc0";
   if (spec.b.size() == 2) s += ", " + acc + " acc1";
   if (staged) s += ", const float (&dg_rank)[" + std::to_string(spec.products.size()) + "]";
-  return s + ") {\n" + values + spec.epilogue + "  };\n";
+  return s + ", const auto& dg_st) {\n" + values + spec.epilogue + "  };\n";
+}
+
+std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair) {
+  std::string paired;
+  const std::optional<int64_t> n = spec.N.as_const();
+  if (pair && n && *n % 2 == 0)
+    for (const EpilogueStore& s : spec.stores)
+      if (s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32) {
+        params.check_paired_output(s.buffer, s.dtype);
+        paired += (paired.empty() ? "" : ", ") + s.param;
+      }
+  if (paired.empty()) return "  DgDirectStores dg_stores;\n";
+  return "  DgPairedStores<" + std::to_string(spec.stores.size()) +
+         "> dg_stores{dg_pairs_aligned(" + paired + ")};\n";
 }
 
 namespace {
@@ -175,14 +196,18 @@ std::string scratch_pointer(const std::string& tile_args) {
          ">());\n";
 }
 
-// The epilogue over the block's accumulators: with the staged products' values in registers
-// (after rank_staging_code) or plain.
-std::string epilogue_call(const GemmKernelSpec& spec, bool staged, const std::string& epi) {
+// The epilogue over the block's accumulators, its stores declared first (epilogue_stores): with
+// the staged products' values in registers (after rank_staging_code) or plain.
+std::string epilogue_call(const GemmKernelSpec& spec, KernelParams& params, bool staged,
+                          const std::string& epi, bool pair = true) {
   const std::string nb = std::to_string(spec.b.size());
-  if (!staged) return "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi + ");\n";
-  return "  dg_gemm_epilogue_rank<Tile, " + nb + ", " + std::to_string(spec.products.size()) +
-         ", " + std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, " + epi +
-         ");\n";
+  const std::string stores = epilogue_stores(spec, params, pair);
+  if (!staged)
+    return stores + "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi +
+           ", dg_stores);\n";
+  return stores + "  dg_gemm_epilogue_rank<Tile, " + nb + ", " +
+         std::to_string(spec.products.size()) + ", " + std::to_string(spec.products[0].k) +
+         ">(acc, m0, M, n0, N, dg_rank_at, " + epi + ", dg_stores);\n";
 }
 
 std::string tc_tile_args(bool at, bool bkn, int nb) {
@@ -257,10 +282,11 @@ std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::str
 
 // The kernel of a tensor-core GEMM: its block's mainloop, once per K segment into the same
 // accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh), its rank-r products'
-// operands staged in shared memory at `staged` (rank_staging's offsets) when it has a value.
+// operands staged in shared memory at `staged` (rank_staging's offsets) when it has a value, its
+// outputs stored in pairs where `pair_stores` allows it (Note [Paired stores]).
 std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
                       const TileConfig& t, bool at, bool bkn,
-                      const std::optional<std::vector<int64_t>>& staged) {
+                      const std::optional<std::vector<int64_t>>& staged, bool pair_stores) {
   const int nb = static_cast<int>(spec.b.size());
   const std::string NB = std::to_string(nb);
   std::string loops;
@@ -274,14 +300,15 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
     loops += tc_mainloop(NB, at, bkn, a, c_expr(la->ld), bs, c_expr(lb->ld), c_expr(seg.K));
   }
   const std::string tile_args = tc_tile_args(at, bkn, nb);
+  const std::string epilogue =
+      epilogue_call(spec, spec.params, staged.has_value(), "epi", pair_stores);
   return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
          tile_template(t) + " Tile;\n" + "  const long long M = " + c_expr(spec.M) +
          ", N = " + c_expr(spec.N) + ";\n" + "  const long long c_base = 0;\n" +
          (staged ? scratch_fits(spec.products, *staged, tile_args) + scratch_pointer(tile_args)
                  : "") +
          epilogue_lambda(spec, "float", "epi", staged.has_value()) + tc_block_setup(NB) + loops +
-         (staged ? rank_staging_code(spec.products, *staged) : "") +
-         epilogue_call(spec, staged.has_value(), "epi") + "}\n";
+         (staged ? rank_staging_code(spec.products, *staged) : "") + epilogue + "}\n";
 }
 
 void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec) {
@@ -357,7 +384,7 @@ std::string scalar_stores(const GemmKernelSpec& spec) {
          "      const long long col = n0 + tx + 16 * j;\n"
          "      if (col < N) epi(row, (int)col" +
          call_args +
-         ");\n"
+         ", DgDirectStores{});\n"
          "    }\n"
          "  }\n";
 }
@@ -482,9 +509,13 @@ void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaun
   launch.summary =
       spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + range + "]";
   launch.nodes = spec.nodes;
-  std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged);
+  // A tensor-map fallback (sm_90a, operands TMA refused) stores element by element: pairs
+  // pushed two such kernels of the expert graphs into spills there, and it is the slow path.
+  const bool pair_stores = !launch.tma_fallback;
+  std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged, pair_stores);
   launch.buffers = spec.params.buffers();
-  launch.checked_operands = spec.params.checked_operands();
+  for (const CheckedOperand& c : spec.params.checked_operands())  // the variants share params
+    if (pair_stores || !c.written) launch.checked_operands.push_back(c);
   ctx.add_kernel(std::move(launch), src);
 }
 
@@ -629,7 +660,7 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
     const std::string epi = "epi" + std::to_string(p);
     lambdas += epilogue_lambda(spec, "float", epi, staged.has_value());
     epilogues.push_back((staged ? rank_staging_code(spec.products, *staged) : "") +
-                        epilogue_call(spec, staged.has_value(), epi));
+                        epilogue_call(spec, params, staged.has_value(), epi));
   }
   std::string bs;
   for (const std::vector<std::string>& bj : b) bs += (bs.empty() ? "" : ", ") + by_problem(bj);

@@ -72,6 +72,9 @@ class ElementBody {
   const std::vector<EpilogueProduct>& products() const { return products_; }
   // Index variables the broadcast loads use: <var>0, <var>1, ... over the body's shape.
   void set_index_var(const std::string& var) { index_var_ = var; }
+  // A GEMM epilogue's stores go through dg_put<slot>(dg_st, ...), slot the output's position in
+  // `stores` (Note [Paired stores] in codegen/device/dg_store.cuh).
+  void store_through_slots(std::vector<EpilogueStore>* stores) { stores_ = stores; }
 
   // The expression for value `v` inside the body (a member's variable, a literal, or a load).
   std::string value(ValueId v, const std::string& compute_type) {
@@ -99,11 +102,16 @@ class ElementBody {
     DType t = g_.tensor(v).dtype;
     body_ += "    const " + compute_ctype(t) + " " + var + " = " + expr + ";\n";
     vars_[v] = var;
-    if (escapes(g_, members_, v)) {
-      std::string out = params_.add(ctx_.buffer_of(v), t, true);
-      body_ +=
-          "    " + out + "[" + same_offset_ + "] = dg_convert<" + ctype(t) + ">(" + var + ");\n";
+    if (!escapes(g_, members_, v)) return;
+    std::string out = params_.add(ctx_.buffer_of(v), t, true);
+    const std::string stored = "dg_convert<" + ctype(t) + ">(" + var + ")";
+    if (!stores_) {
+      body_ += "    " + out + "[" + same_offset_ + "] = " + stored + ";\n";
+      return;
     }
+    body_ += "    dg_put<" + std::to_string(stores_->size()) + ">(dg_st, " + out + " + (" +
+             same_offset_ + "), " + stored + ");\n";
+    stores_->push_back({ctx_.buffer_of(v), t, out});
   }
 
   // out[row, col] = sum_j t[row, j] * w[.., ..] over the static K of an epilogue matmul.
@@ -146,6 +154,7 @@ class ElementBody {
   std::map<ValueId, std::string> vars_;
   std::string body_;
   std::vector<EpilogueProduct> products_;
+  std::vector<EpilogueStore>* stores_ = nullptr;
   bool needs_index_ = false;
 };
 
@@ -266,6 +275,7 @@ GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& ord
   index += "    const long long i" + std::to_string(lead.size()) + " = col;\n";
   ElementBody body(ctx, params, members, out.shape, "c_base + row * " + c_expr(spec.N) + " + col",
                    index);
+  body.store_through_slots(&spec.stores);
   for (size_t j = 0; j < anchors.size(); ++j) {
     const Node& an = g.nodes[anchors[j]];
     std::string acc = "acc" + std::to_string(j);

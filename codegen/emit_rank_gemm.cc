@@ -254,7 +254,7 @@ std::string reduce_source(LoweringContext& ctx, const std::vector<GemmKernelSpec
   for (size_t p = 0; p < problems.size(); ++p) {
     const std::string epi = "epi" + std::to_string(p);
     lambdas += epilogue_lambda(problems[p], "float", epi);
-    calls.push_back("  " + epi + "(row, col" + args + ");\n");
+    calls.push_back("  " + epi + "(row, col" + args + ", DgDirectStores{});\n");
   }
   std::string decl = "    float acc0 = 0.0f";
   if (s.nb == 2) decl += ", acc1 = 0.0f";

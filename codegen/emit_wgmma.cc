@@ -158,14 +158,16 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   const std::string NB = std::to_string(nb);
   const std::string mainloop = mainloop_call(segments, nb, spec.K);
   const bool staged = !spec.products.empty();
-  std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi);\n";
+  const std::string stores = epilogue_stores(spec, spec.params);
+  std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
   if (staged) {
     staging =
         "  float* const dg_scratch = reinterpret_cast<float*>(dg_dynamic_smem() + "
         "Tile::kSmemBytes);\n" +
         rank_staging_code(spec.products, t.staged);
     epilogue = "  dg_wgmma_epilogue_rank<Tile, " + std::to_string(spec.products.size()) + ", " +
-               std::to_string(spec.products[0].k) + ">(acc, m0, M, n0, N, dg_rank_at, epi);\n";
+               std::to_string(spec.products[0].k) +
+               ">(acc, m0, M, n0, N, dg_rank_at, epi, dg_stores);\n";
   }
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(t.threads()) + ") " +
          name + "(" + spec.params.declaration() + map_params + ctx.symbol_params() + ") {\n" +
@@ -175,7 +177,8 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
          "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
          "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
          "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n" +
-         staging + "  float acc[" + NB + "][Tile::BN / 2];\n" + mainloop + epilogue + "}\n";
+         staging + "  float acc[" + NB + "][Tile::BN / 2];\n" + mainloop + stores + epilogue +
+         "}\n";
 }
 
 // Variant `v` of the GEMM whose first kernel is `base`, for M in [lo, hi].
@@ -243,6 +246,8 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
     launch.nodes = spec.nodes;
     std::string src = wgmma_source(ctx, spec, launch.name, t, &launch.tensor_maps);
     launch.buffers = spec.params.buffers();
+    for (const CheckedOperand& c : spec.params.checked_operands())  // TMA checks its operands
+      if (c.written) launch.checked_operands.push_back(c);
     ctx.add_kernel(std::move(launch), src);
   }
   // An mma.sync variant: a fallback for the wgmma range, or the tile for M below it.

@@ -18,6 +18,10 @@ class KernelParams {
   // alignment at run time; the launch reports it (Note [Unaligned operands] in kernel_plan.h).
   // Returns that address as a C expression, "p1 + offset".
   std::string add_checked(BufferRef buffer, DType dtype, const SymExpr& offset);
+  // Records that the kernel writes `buffer` (already a parameter) in pairs of `dtype` elements
+  // when its base is aligned to a pair, checked at run time (Note [Paired stores] in
+  // codegen/device/dg_store.cuh).
+  void check_paired_output(BufferRef buffer, DType dtype);
   std::string declaration() const;  // "T* __restrict__ o0, const U* __restrict__ p1, ..."
   const std::vector<BufferRef>& buffers() const { return buffers_; }
   const std::vector<CheckedOperand>& checked_operands() const { return checked_; }
@@ -63,6 +67,14 @@ struct EpilogueProduct {
   std::string ct;    // the compute type
 };
 
+// An output the epilogue writes through dg_put<slot>(dg_st, address, value), slot its position
+// in GemmKernelSpec::stores (Note [Paired stores] in codegen/device/dg_store.cuh).
+struct EpilogueStore {
+  BufferRef buffer;
+  DType dtype;
+  std::string param;  // the kernel's parameter name
+};
+
 struct GemmKernelSpec {
   std::string what, summary;
   std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
@@ -73,21 +85,30 @@ struct GemmKernelSpec {
   DType acc_dtype = DType::kF32;
   KernelParams params;  // holds the epilogue's buffers; A and B are added by emit_gemm
   // Statements run for each (row, col) inside [0, M) x [0, N), with `long long row`, `int col`,
-  // `acc0` (and `acc1` for two B operands) in scope, and `c_base`, the batch's offset in C.
+  // `acc0` (and `acc1` for two B operands) in scope, `c_base`, the batch's offset in C, and
+  // `dg_st`, the stores its dg_put calls go through.
   std::string epilogue;
   std::vector<EpilogueProduct> products;  // the epilogue's rank-r products
+  // The epilogue's outputs, in the order of their dg_put slots (Note [Paired stores]).
+  std::vector<EpilogueStore> stores;
   // Empty, or the K segments accumulated one after another into the same accumulators (then `a`
   // and `b` are the first segment's and K is their sum).
   std::vector<GemmKSegment> k_segments;
 };
 
 // ---- pieces of kernel source shared by the GEMM emitters ----
-// `auto <name> = [&](long long row, int col, <acc> acc0[, <acc> acc1]) { <spec.epilogue> };`,
-// with the values of the epilogue's rank-r products defined first: read from global memory
-// through accessors declared before the lambda, or (`staged`, Note [Staged rank-r epilogue]) from
-// a last parameter `const float (&dg_rank)[products]` that dg_gemm_epilogue_rank passes.
+// `auto <name> = [&](long long row, int col, <acc> acc0[, <acc> acc1][, dg_rank], const auto&
+// dg_st) { <spec.epilogue> };`, with the values of the epilogue's rank-r products defined first:
+// read from global memory through accessors declared before the lambda, or (`staged`, Note
+// [Staged rank-r epilogue]) from the parameter `const float (&dg_rank)[products]` that
+// dg_gemm_epilogue_rank passes. `dg_st` are its stores: DgDirectStores{} from a caller that has
+// one column per lane, a half of a pair from the tensor-core epilogues (Note [Paired stores]).
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
                             const std::string& name = "epi", bool staged = false);
+// Declares `dg_stores`, the stores for a tensor-core epilogue over `spec` (Note [Paired stores] in
+// codegen/device/dg_store.cuh): paired when `pair`, N is even and some output is bf16, f16 or
+// f32 (whose base addresses `params` then checks at run time), direct otherwise.
+std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair = true);
 // Copies the block's rows of each product's U and columns of its B into `dg_scratch` (floats, at
 // `offsets`; Note [Staged rank-r epilogue]), then a barrier, and declares dg_rank_at, the
 // products' copies. Needs m0, n0, M, N and a Tile with BM, BN and kThreads in scope.

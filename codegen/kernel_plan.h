@@ -25,12 +25,17 @@ struct BufferRef {
 // slower (Note [Lean main loop] in codegen/device/dg_gemm.cuh). That must not be silent: the
 // launch lists the addresses its kernel checks, and the executable evaluates them at every
 // launch, counts each launch that takes the slow path (dg_stats.unaligned_launches) and logs the
-// first one of each executable.
+// first one of each executable. A GEMM epilogue that writes its outputs in pairs (Note [Paired
+// stores] in codegen/device/dg_store.cuh) checks their base addresses the same way, each for the
+// size of a pair, and an unaligned one is counted and logged as well.
 struct CheckedOperand {
   int param;             // position in KernelLaunch::buffers
   SymExpr offset_bytes;  // from the buffer's start
+  int alignment = 16;    // bytes
+  bool written = false;  // an output written in pairs, rather than an operand read in 16 bytes
   bool operator==(const CheckedOperand& o) const {
-    return param == o.param && offset_bytes == o.offset_bytes;
+    return param == o.param && offset_bytes == o.offset_bytes && alignment == o.alignment &&
+           written == o.written;
   }
 };
 

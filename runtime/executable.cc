@@ -352,17 +352,22 @@ void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBat
     const CheckedOperand& c = kl.checked_operands[i];
     const auto address = reinterpret_cast<uintptr_t>(batch.pointers[first_pointer + c.param]) +
                          static_cast<uintptr_t>(batch.results[first_checked + i]);
-    if (address % 16 == 0) continue;
+    const auto alignment = static_cast<uintptr_t>(c.alignment);
+    if (address % alignment == 0) continue;
     count_unaligned_launch();
     std::call_once(unaligned_logged_, [&] {
       const std::string what = describe_buffer(kl.buffers[c.param]);
+      const std::string at = " at an address that is " + std::to_string(address % alignment) +
+                             " bytes past a " + std::to_string(alignment) + "-byte boundary, so ";
+      const std::string how =
+          c.written ? "writes " + what + at + "its epilogue stores element by element, not in pairs"
+                    : "reads " + what + at +
+                          "it runs its element-load loop instead of the 16-byte copies";
       std::fprintf(stderr,
-                   "dyngen: warning: kernel %s reads %s at an address that is %u bytes past a "
-                   "16-byte boundary, so it runs its element-load loop instead of the 16-byte "
-                   "copies: the same results, slower. A contiguous copy of the tensor avoids it. "
-                   "Later such launches of this graph are counted in the stats "
-                   "(unaligned_launches), not logged.\n",
-                   kl.name.c_str(), what.c_str(), static_cast<unsigned>(address % 16));
+                   "dyngen: warning: kernel %s %s: the same results, slower. A contiguous copy "
+                   "of the tensor avoids it. Later such launches of this graph are counted in "
+                   "the stats (unaligned_launches), not logged.\n",
+                   kl.name.c_str(), how.c_str());
     });
     return;
   }

@@ -32,6 +32,7 @@
 #include "dg_async.cuh"
 #include "dg_config.cuh"
 #include "dg_mma.cuh"
+#include "dg_store.cuh"
 #include "dg_sync.cuh"
 #include "dg_types.cuh"
 
@@ -471,44 +472,81 @@ struct DgGemmLane {
   DG_DEVICE int row(int mt, int i) const { return wm + 16 * mt + g + 8 * (i / 2); }
   DG_DEVICE int col(int nt, int i) const { return wn + 8 * nt + 2 * t + (i % 2); }
 
-  // f(row, col, nt, i) for the elements of 16-row tile mt inside [0, M) x [0, N).
-  template <class F>
+  // f(row, col, nt, i, half) for the elements of 16-row tile mt inside [0, M) x [0, N), a row's
+  // two neighbouring columns one after the other, `half` the stores for that element (Note
+  // [Paired stores] in dg_store.cuh).
+  template <class Stores, class F>
   DG_DEVICE void for_elements(int mt, long long m0, long long M, long long n0, long long N,
-                              const F& f) const {
+                              Stores& stores, const F& f) const {
     DG_UNROLL
     for (int nt = 0; nt < Tile::NT; ++nt) {
-      DG_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const long long r = m0 + row(mt, i), c = n0 + col(nt, i);
-        if (r < M && c < N) f(r, static_cast<int>(c), nt, i);
+      if constexpr (Stores::kPaired) {
+        DG_UNROLL
+        for (int i = 0; i < 4; i += 2) {
+          const long long r = m0 + row(mt, i), c = n0 + col(nt, i);
+          if (r < M)
+            dg_store_columns(stores, c, N, [&](const auto& half, int h) {
+              f(r, static_cast<int>(c) + h, nt, i + h, half);
+            });
+        }
+      } else {  // element by element, each with its own bounds check (N may be odd)
+        DG_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const long long r = m0 + row(mt, i), c = n0 + col(nt, i);
+          if (r < M && c < N) f(r, static_cast<int>(c), nt, i, stores);
+        }
       }
     }
   }
 };
 
-// Calls epi(row, col, acc_0[, acc_1]) for every element of the block tile inside [0, M) x [0, N).
+// Calls epi(row, col, acc_0[, acc_1], half) for every element of the block tile inside
+// [0, M) x [0, N), its stores through `stores` (Note [Paired stores] in dg_store.cuh).
+template <class Tile, int NB, class Epi, class Stores>
+DG_DEVICE void dg_gemm_epilogue(const float (&acc)[NB][Tile::MT][Tile::NT][4], long long m0,
+                                long long M, long long n0, long long N, const Epi& epi,
+                                Stores& stores) {
+  const DgGemmLane<Tile> lane;
+  dg_with_stores(stores, [&](auto& chosen) {
+    DG_UNROLL
+    for (int mt = 0; mt < Tile::MT; ++mt)
+      lane.for_elements(mt, m0, M, n0, N, chosen,
+                        [&](long long row, int col, int nt, int i, const auto& half) {
+                          if constexpr (NB == 1)
+                            epi(row, col, acc[0][mt][nt][i], half);
+                          else
+                            epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], half);
+                        });
+  });
+}
+
+// As above with every element stored at once by epi(row, col, acc_0[, acc_1]) itself.
 template <class Tile, int NB, class Epi>
 DG_DEVICE void dg_gemm_epilogue(const float (&acc)[NB][Tile::MT][Tile::NT][4], long long m0,
                                 long long M, long long n0, long long N, const Epi& epi) {
-  const DgGemmLane<Tile> lane;
-  DG_UNROLL
-  for (int mt = 0; mt < Tile::MT; ++mt)
-    lane.for_elements(mt, m0, M, n0, N, [&](long long row, int col, int nt, int i) {
-      if constexpr (NB == 1)
-        epi(row, col, acc[0][mt][nt][i]);
-      else
-        epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i]);
-    });
+  DgDirectStores direct;
+  if constexpr (NB == 1)
+    dg_gemm_epilogue<Tile, 1>(
+        acc, m0, M, n0, N,
+        [&](long long row, int col, float v, const DgDirectStores&) { epi(row, col, v); }, direct);
+  else
+    dg_gemm_epilogue<Tile, 2>(
+        acc, m0, M, n0, N,
+        [&](long long row, int col, float v0, float v1, const DgDirectStores&) {
+          epi(row, col, v0, v1);
+        },
+        direct);
 }
 
 // As dg_gemm_epilogue, for an epilogue with NP rank-r products of rank K whose operands are staged
 // in shared memory (Note [Staged rank-r epilogue] in dg_epilogue.cuh): staged[q] holds product
 // q's [BM][K + 1] rows of U, then its [K][BN + 1] columns of B. Calls
-// epi(row, col, acc_0[, acc_1], rank) with rank[q] product q's value at (row, col).
-template <class Tile, int NB, int NP, int K, class Epi>
+// epi(row, col, acc_0[, acc_1], rank, half) with rank[q] product q's value at (row, col).
+template <class Tile, int NB, int NP, int K, class Epi, class Stores>
 DG_DEVICE void dg_gemm_epilogue_rank(const float (&acc)[NB][Tile::MT][Tile::NT][4], long long m0,
                                      long long M, long long n0, long long N,
-                                     const float* const (&staged)[NP], const Epi& epi) {
+                                     const float* const (&staged)[NP], const Epi& epi,
+                                     Stores& stores) {
   const DgGemmLane<Tile> lane;
   DG_UNROLL
   for (int mt = 0; mt < Tile::MT; ++mt) {
@@ -535,14 +573,17 @@ DG_DEVICE void dg_gemm_epilogue_rank(const float (&acc)[NB][Tile::MT][Tile::NT][
         }
       }
     }
-    lane.for_elements(mt, m0, M, n0, N, [&](long long row, int col, int nt, int i) {
-      float rank[NP];
-      DG_UNROLL
-      for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
-      if constexpr (NB == 1)
-        epi(row, col, acc[0][mt][nt][i], rank);
-      else
-        epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], rank);
+    dg_with_stores(stores, [&](auto& chosen) {
+      lane.for_elements(mt, m0, M, n0, N, chosen,
+                        [&](long long row, int col, int nt, int i, const auto& half) {
+                          float rank[NP];
+                          DG_UNROLL
+                          for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
+                          if constexpr (NB == 1)
+                            epi(row, col, acc[0][mt][nt][i], rank, half);
+                          else
+                            epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], rank, half);
+                        });
     });
   }
 }

@@ -34,6 +34,7 @@
 #pragma once
 #include "dg_config.cuh"
 #include "dg_mbarrier.cuh"
+#include "dg_store.cuh"
 #include "dg_tma.cuh"
 #include "dg_types.cuh"
 #include "dg_wgmma.cuh"
@@ -169,22 +170,47 @@ DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgT
   return dg_wgmma_mainloop_segments<Tile, 1>(acc, a_maps, b_seg, seg_k, m0, n0);
 }
 
-// Calls epi(row, col, value) (NB = 1) or epi(row, col, value0, value1) (NB = 2) for the
-// consumer's accumulators inside [0, M) x [0, N).
+// Calls epi(row, col, value[, value1], half) for the consumer's accumulators inside
+// [0, M) x [0, N), a row's two neighbouring columns (d[i] and d[i + 1], i even) one after the
+// other, `half` the stores for that element (Note [Paired stores] in dg_store.cuh).
+template <class Tile, class Epi, class Stores>
+DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
+                                 long long M, long long n0, long long N, const Epi& epi,
+                                 Stores& stores) {
+  const int T = static_cast<int>(threadIdx.x % 128);
+  const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
+  dg_with_stores(stores, [&](auto& chosen) {
+    DG_UNROLL
+    for (int i = 0; i < Tile::BN / 2; i += 2) {
+      const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
+      if (r >= M) continue;
+      dg_store_columns(chosen, c, N, [&](const auto& half, int h) {
+        if constexpr (Tile::NB == 1)
+          epi(r, c + h, acc[0][i + h], half);
+        else
+          epi(r, c + h, acc[0][i + h], acc[1][i + h], half);
+      });
+    }
+  });
+}
+
+// As above with every element stored at once by epi(row, col, value[, value1]) itself.
 template <class Tile, class Epi>
 DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
                                  long long M, long long n0, long long N, const Epi& epi) {
-  const int T = static_cast<int>(threadIdx.x % 128);
-  const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
-  DG_UNROLL
-  for (int i = 0; i < Tile::BN / 2; ++i) {
-    const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
-    if (r >= M || c >= N) continue;
-    if constexpr (Tile::NB == 1)
-      epi(r, c, acc[0][i]);
-    else
-      epi(r, c, acc[0][i], acc[1][i]);
-  }
+  DgDirectStores direct;
+  if constexpr (Tile::NB == 1)
+    dg_wgmma_epilogue<Tile>(
+        acc, m0, M, n0, N,
+        [&](long long row, long long col, float v, const DgDirectStores&) { epi(row, col, v); },
+        direct);
+  else
+    dg_wgmma_epilogue<Tile>(
+        acc, m0, M, n0, N,
+        [&](long long row, long long col, float v0, float v1, const DgDirectStores&) {
+          epi(row, col, v0, v1);
+        },
+        direct);
 }
 
 // Note [Staged rank-r epilogue] (dg_epilogue.cuh) on the wgmma accumulators: `staged[q]` holds
@@ -193,11 +219,13 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
 // / 4) of each n8 column tile, columns 2 (lane % 4) and + 1: the mma.sync m16n8 fragment per warp
 // (Note [wgmma layouts]), so the products are the same register-blocked sums, j ascending, in
 // chunks of kChunk column tiles that keep the partial sums beside the accumulators in registers.
-// Calls epi(row, col, value[, value1], rank) with rank[q] product q's value there.
-template <class Tile, int NP, int K, class Epi>
+// Calls epi(row, col, value[, value1], rank, half) with rank[q] product q's value there, as
+// dg_wgmma_epilogue does.
+template <class Tile, int NP, int K, class Epi, class Stores>
 DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
                                       long long M, long long n0, long long N,
-                                      const float* const (&staged)[NP], const Epi& epi) {
+                                      const float* const (&staged)[NP], const Epi& epi,
+                                      Stores& stores) {
   constexpr int kTiles = Tile::BN / 8, kChunk = kTiles < 4 ? kTiles : 4;
   const int T = static_cast<int>(threadIdx.x % 128);
   const int r0 = 64 * static_cast<int>(threadIdx.x / 128) + dg_wgmma_acc_row(T, 0);
@@ -226,23 +254,28 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
         }
       }
     }
-    DG_UNROLL
-    for (int nt = 0; nt < kChunk; ++nt) {
+    dg_with_stores(stores, [&](auto& chosen) {
       DG_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        // acc index 4 n + i holds row r0 + 8 (i / 2), column 8 n + c0 + i % 2.
-        const int n = chunk + nt;
-        const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0 + i % 2;
-        if (row >= M || col >= N) continue;
-        float rank[NP];
+      for (int nt = 0; nt < kChunk; ++nt) {
         DG_UNROLL
-        for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
-        if constexpr (Tile::NB == 1)
-          epi(row, static_cast<int>(col), acc[0][4 * n + i], rank);
-        else
-          epi(row, static_cast<int>(col), acc[0][4 * n + i], acc[1][4 * n + i], rank);
+        for (int i = 0; i < 4; i += 2) {
+          // acc index 4 n + i holds row r0 + 8 (i / 2), column 8 n + c0 + i % 2.
+          const int n = chunk + nt;
+          const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0;
+          if (row >= M) continue;
+          dg_store_columns(chosen, col, N, [&](const auto& half, int h) {
+            float rank[NP];
+            DG_UNROLL
+            for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][h];
+            const int c = static_cast<int>(col) + h;
+            if constexpr (Tile::NB == 1)
+              epi(row, c, acc[0][4 * n + i + h], rank, half);
+            else
+              epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, half);
+          });
+        }
       }
-    }
+    });
   }
 }
 

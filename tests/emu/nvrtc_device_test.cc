@@ -34,8 +34,10 @@ std::string nvrtc_cubin(const std::string& source, const std::string& arch,
                          content_ptrs.data(), name_ptrs.data()) != NVRTC_SUCCESS)
     return "nvrtcCreateProgram failed";
   const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-Xptxas", "-v"};
-  const nvrtcResult rc = nvrtcCompileProgram(prog, ptxas_log ? 4 : 2, opts);
+  // -default-device as runtime/nvrtc_compiler.cc compiles: the device layer's generic lambdas
+  // are device functions without an annotation.
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "-Xptxas", "-v"};
+  const nvrtcResult rc = nvrtcCompileProgram(prog, ptxas_log ? 5 : 3, opts);
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
   std::string log(log_size, '\0');

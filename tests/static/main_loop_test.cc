@@ -8,11 +8,13 @@
 // 79). The sm_90a wgmma kernels (Note [sm_90a GEMMs]) are held to the same figure per HMMA's worth
 // of FLOPs (an HGMMA.64x128x16 does sixteen HMMAs' work per warp). The DBRX fixture is a reduced
 // model (hidden 64): its N = 64 GEMMs take a two-warp tile whose threads copy twice the chunks per
-// MMA (2.56 per MMA on sm_80), so it is not among them.
+// MMA (2.56 per MMA on sm_80), so it is not among them. The same kernels' epilogues store in
+// pairs (Note [Paired stores] in codegen/device/dg_store.cuh).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "ir/graph_io.h"
 #include "runtime/cached_binary.h"
@@ -36,30 +38,43 @@ std::string join(const std::vector<std::string>& operands) {
   return s;
 }
 
-class MainLoop : public ::testing::TestWithParam<const char*> {};
+// A fixture compiled for `arch` (through the test's kernel cache) and its kernels' SASS by name.
+struct CompiledSass {
+  CompileOutcome outcome;
+  std::map<std::string, std::string> sass;
+};
 
-TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
+void compile_with_sass(const char* fixture, const char* arch, CompiledSass* out) {
   std::string why;
   const std::string tool = find_cuobjdump(&why);
   ASSERT_FALSE(tool.empty()) << why << "\nscripts/setup.sh installs cuobjdump and nvdisasm.";
-  LoadResult g = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + GetParam() + ".dgir");
+  LoadResult g = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + fixture + ".dgir");
   ASSERT_TRUE(g.ok()) << g.error;
+  CompileRequest req;
+  req.target = arch;
+  req.cache_dir = cache_dir();
+  out->outcome = compile_graph(g.graph, req);
+  ASSERT_TRUE(out->outcome.ok()) << out->outcome.error;
+  auto cached = cached_device_binary(out->outcome.executable->plan().source, arch, cache_dir());
+  ASSERT_TRUE(cached.ok()) << cached.message();
+  std::string error;
+  out->sass = sass_by_function(tool, cached->binary, &error);
+  ASSERT_FALSE(out->sass.empty()) << error;
+}
+
+class MainLoop : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
-    CompileRequest req;
-    req.target = arch;
-    req.cache_dir = cache_dir();
-    CompileOutcome o = compile_graph(g.graph, req);
-    ASSERT_TRUE(o.ok()) << o.error;
+    CompiledSass c;
+    ASSERT_NO_FATAL_FAILURE(compile_with_sass(GetParam(), arch, &c));
+    const CompileOutcome& o = c.outcome;
+    auto& sass = c.sass;
     for (const KernelResources& r : o.resources) {
       EXPECT_EQ(r.spill_store_bytes, 0) << r.name;
       EXPECT_EQ(r.spill_load_bytes, 0) << r.name;
     }
-    auto cached = cached_device_binary(o.executable->plan().source, arch, cache_dir());
-    ASSERT_TRUE(cached.ok()) << cached.message();
-    std::string error;
-    auto sass = sass_by_function(tool, cached->binary, &error);
-    ASSERT_FALSE(sass.empty()) << error;
     int tensor_core_kernels = 0;
     for (const KernelLaunch& k : o.executable->plan().kernels) {
       ASSERT_TRUE(sass.count(k.name)) << k.name;
@@ -82,6 +97,44 @@ TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
                 << " per HMMA's worth\n";
     }
     EXPECT_GE(tensor_core_kernels, 2) << "the expert's GEMMs should run on tensor cores";
+  }
+}
+
+// Note [Paired stores] (codegen/device/dg_store.cuh): a tensor-core GEMM whose outputs have an even
+// N writes them a pair at a time when their addresses allow it and element by element otherwise,
+// two branches of the same epilogue. Counting its global stores by width: the pair branch's bf16
+// pairs are 4-byte stores (half as many as the element branch's 2-byte ones) and its f32 pairs
+// 8-byte stores (half as many as the element branch's 4-byte ones), so
+// #4-byte = #2-byte / 2 + 2 #8-byte, with at least one pair store for each paired dtype.
+TEST_P(MainLoop, EpiloguesStoreInPairs) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    CompiledSass c;
+    ASSERT_NO_FATAL_FAILURE(compile_with_sass(GetParam(), arch, &c));
+    int paired_kernels = 0;
+    for (const KernelLaunch& k : c.outcome.executable->plan().kernels) {
+      bool bf16_pairs = false, f32_pairs = false;
+      for (const CheckedOperand& o : k.checked_operands)
+        if (o.written) (o.alignment == 4 ? bf16_pairs : f32_pairs) = true;
+      if (!bf16_pairs && !f32_pairs) continue;
+      ++paired_kernels;
+      int by_width[3] = {0, 0, 0};  // 2-, 4- and 8-byte global stores
+      for (const SassInstruction& i : analyze_sass(c.sass[k.name]).instructions) {
+        if (i.opcode.rfind("STG.E", 0) != 0) continue;
+        const std::string width = i.opcode.substr(5);
+        ++by_width[width == ".U16" ? 0 : width == ".64" ? 2 : 1];
+        EXPECT_TRUE(width.empty() || width == ".U16" || width == ".64")
+            << k.name << " " << i.opcode;
+      }
+      SCOPED_TRACE(k.name + ": " + std::to_string(by_width[0]) + " 2-byte, " +
+                   std::to_string(by_width[1]) + " 4-byte, " + std::to_string(by_width[2]) +
+                   " 8-byte stores");
+      EXPECT_EQ(by_width[0] % 2, 0);
+      EXPECT_EQ(by_width[1], by_width[0] / 2 + 2 * by_width[2]);
+      EXPECT_TRUE(!bf16_pairs || by_width[0] > 0) << "no 2-byte stores in the element branch";
+      EXPECT_TRUE(!f32_pairs || by_width[2] > 0) << "no f32 pairs";
+    }
+    EXPECT_GE(paired_kernels, 2) << "the expert's GEMMs should store in pairs";
   }
 }
 
