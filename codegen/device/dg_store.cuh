@@ -19,7 +19,8 @@
 //   operands] in codegen/kernel_plan.h).
 // - Outputs of other types (bool, integers, f64) are stored element by element in both calls.
 // - DgDirectStores stores every element at once: the split-K reductions and the scalar tiles,
-//   whose lanes hold one column each, and GEMMs with an odd N.
+//   whose lanes hold one column each, GEMMs with an odd N, and sm_90a's mma.sync kernels for a
+//   refused tensor map (codegen/emit_gemm.cc: pairs pushed two of them into spills).
 #pragma once
 #include "dg_config.cuh"
 #include "dg_types.cuh"

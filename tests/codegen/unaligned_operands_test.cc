@@ -15,6 +15,7 @@
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "tests/codegen/resized_fixture.h"
 #include "tests/codegen/shifted_input.h"
 
 namespace dg {
@@ -36,9 +37,7 @@ output %y
 
 // kLoraLinear with 40 output columns: an executable of its own, which has logged nothing yet.
 std::string lora_linear_40() {
-  std::string text = kLoraLinear;
-  for (size_t at = text.find("48"); at != std::string::npos; at = text.find("48", at))
-    text.replace(at, 2, "40");
+  std::string text = replace_in_shapes(kLoraLinear, {{"48", "40"}});
   return text.replace(text.find("@lora_linear"), 12, "@lora_linear_40");
 }
 
