@@ -107,18 +107,24 @@ std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
   return s + ", const auto& dg_st) {\n" + values + spec.epilogue + "  };\n";
 }
 
-std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair) {
-  std::string paired;
+namespace {
+// DgPairBits's types (codegen/device/dg_store.cuh); others are stored element by element.
+bool pairable(const EpilogueStore& s) {
+  return s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32;
+}
+}  // namespace
+
+bool pairs_outputs(const GemmKernelSpec& spec) {
   const std::optional<int64_t> n = spec.N.as_const();
-  if (pair && n && *n % 2 == 0)
-    for (const EpilogueStore& s : spec.stores)
-      if (s.dtype == DType::kBF16 || s.dtype == DType::kF16 || s.dtype == DType::kF32) {
-        params.check_paired_output(s.buffer, s.dtype);
-        paired += (paired.empty() ? "" : ", ") + s.param;
-      }
-  if (paired.empty()) return "  DgDirectStores dg_stores;\n";
-  return "  DgPairedStores<" + std::to_string(spec.stores.size()) +
-         "> dg_stores{dg_pairs_aligned(" + paired + ")};\n";
+  if (!n || *n % 2 != 0) return false;
+  return std::any_of(spec.stores.begin(), spec.stores.end(), pairable);
+}
+
+std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair) {
+  if (!pair || !pairs_outputs(spec)) return "  DgDirectStores dg_stores;\n";
+  for (const EpilogueStore& s : spec.stores)
+    if (pairable(s)) params.check_paired_output(s.buffer, s.dtype);
+  return "  DgPairedStores<" + std::to_string(spec.stores.size()) + "> dg_stores;\n";
 }
 
 namespace {
@@ -273,20 +279,22 @@ std::string tc_block_setup(const std::string& nb) {
 
 std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::string& a,
                         const std::string& lda, const std::string& b, const std::string& ldb,
-                        const std::string& K) {
+                        const std::string& K, bool aligned_only) {
   return "  {\n    const dg_bf16* const b[" + nb + "] = {" + b + "};\n" +
          "    dg_gemm_mainloop<Tile, " + (at ? "true" : "false") + ", " + (bkn ? "true" : "false") +
-         ", " + nb + ">(acc, " + a + ", " + lda + ", b, " + ldb + ", m0, M, n0, N, 0, " + K +
-         ");\n  }\n";
+         ", " + nb + (aligned_only ? ", true" : "") + ">(acc, " + a + ", " + lda + ", b, " + ldb +
+         ", m0, M, n0, N, 0, " + K + ");\n  }\n";
 }
 
 // The kernel of a tensor-core GEMM: its block's mainloop, once per K segment into the same
 // accumulators, then the epilogue (Note [Tensor-core GEMM] in dg_gemm.cuh), its rank-r products'
-// operands staged in shared memory at `staged` (rank_staging's offsets) when it has a value, its
-// outputs stored in pairs where `pair_stores` allows it (Note [Paired stores]).
+// operands staged in shared memory at `staged` (rank_staging's offsets) when it has a value. The
+// GEMM's fallback kernel (Note [GEMM fallbacks]) loads and stores element by element where
+// addresses need it; the other kernels read 16-byte aligned operands only and store their outputs
+// in pairs where pairs_outputs allows it (Note [Paired stores]).
 std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
                       const TileConfig& t, bool at, bool bkn,
-                      const std::optional<std::vector<int64_t>>& staged, bool pair_stores) {
+                      const std::optional<std::vector<int64_t>>& staged, bool fallback) {
   const int nb = static_cast<int>(spec.b.size());
   const std::string NB = std::to_string(nb);
   std::string loops;
@@ -297,11 +305,12 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
       bs += (bs.empty() ? "" : ", ") + spec.params.add_checked(b.buffer, DType::kBF16, b.offset);
     auto la = tc_layout(seg.a, spec.M, seg.K, false);
     auto lb = tc_layout(seg.b[0], seg.K, spec.N, true);
-    loops += tc_mainloop(NB, at, bkn, a, c_expr(la->ld), bs, c_expr(lb->ld), c_expr(seg.K));
+    loops +=
+        tc_mainloop(NB, at, bkn, a, c_expr(la->ld), bs, c_expr(lb->ld), c_expr(seg.K), !fallback);
   }
   const std::string tile_args = tc_tile_args(at, bkn, nb);
   const std::string epilogue =
-      epilogue_call(spec, spec.params, staged.has_value(), "epi", pair_stores);
+      epilogue_call(spec, spec.params, staged.has_value(), "epi", !fallback);
   return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
          tile_template(t) + " Tile;\n" + "  const long long M = " + c_expr(spec.M) +
          ", N = " + c_expr(spec.N) + ";\n" + "  const long long c_base = 0;\n" +
@@ -322,6 +331,7 @@ void emit_tensor_core(LoweringContext& ctx, GemmKernelSpec& spec) {
         variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), 32 * t.warps_m * t.warps_n),
         t, range_tag(variants, v));
   }
+  emit_gemm_fallback(ctx, spec, base, static_cast<int>(variants.size()));
 }
 
 // Loads one 64 x 16 operand tile into shared memory, converting to the accumulator type; the
@@ -509,14 +519,28 @@ void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaun
   launch.summary =
       spec.summary + " " + tc_tag(t) + (staged ? ", rank-r operands staged" : "") + range + "]";
   launch.nodes = spec.nodes;
-  // A tensor-map fallback (sm_90a, operands TMA refused) stores element by element: pairs
-  // pushed two such kernels of the expert graphs into spills there, and it is the slow path.
-  const bool pair_stores = !launch.tma_fallback;
-  std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged, pair_stores);
+  std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged, launch.fallback);
   launch.buffers = spec.params.buffers();
+  // Note [GEMM fallbacks]: the fallback takes any address; the other variants hand it the calls
+  // whose operands or outputs are off (their checks: 16-byte reads, pairs' writes).
+  launch.aligned_only = !launch.fallback;
   for (const CheckedOperand& c : spec.params.checked_operands())  // the variants share params
-    if (pair_stores || !c.written) launch.checked_operands.push_back(c);
+    if (launch.aligned_only || !c.written) launch.checked_operands.push_back(c);
   ctx.add_kernel(std::move(launch), src);
+}
+
+void emit_gemm_fallback(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& base,
+                        int variant) {
+  const TileConfig t =
+      tile_variants(spec.M, *spec.N.as_const(), static_cast<int>(spec.b.size())).front().tile;
+  KernelLaunch launch;
+  launch.name = base + variant_suffix(t) + "_fallback";
+  launch.variant = variant;
+  launch.fallback = true;
+  launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
+  launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
+  emit_mma_sync_kernel(ctx, spec, std::move(launch), t,
+                       ", fallback when a tensor map or an output's alignment is refused");
 }
 
 bool tensor_core_eligible(const GemmKernelSpec& spec) {
@@ -660,7 +684,8 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
     const std::string epi = "epi" + std::to_string(p);
     lambdas += epilogue_lambda(spec, "float", epi, staged.has_value());
     epilogues.push_back((staged ? rank_staging_code(spec.products, *staged) : "") +
-                        epilogue_call(spec, params, staged.has_value(), epi));
+                        // No fallback kernel here: a grouped GEMM takes any address itself.
+                        epilogue_call(spec, params, staged.has_value(), epi, false));
   }
   std::string bs;
   for (const std::vector<std::string>& bj : b) bs += (bs.empty() ? "" : ", ") + by_problem(bj);
@@ -669,7 +694,7 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
          "  const long long M = " + c_expr(first.M) + ", N = " + c_expr(first.N) + ";\n" +
          "  const long long c_base = 0;\n" + scratch + lambdas + tc_block_setup(nb) +
          tc_mainloop(nb, at, bkn, by_problem(a), by_problem(lda), bs, by_problem(ldb),
-                     c_expr(first.K)) +
+                     c_expr(first.K), false) +
          branch_by_problem(epilogues) + "}\n";
 }
 

@@ -22,8 +22,8 @@
 // BN is 128, or 64 for N <= 64 and for two B operands on the 128-row tile (registers); stages
 // kMaxStages, or fewer where shared memory ends.
 // Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
-// mma.sync variants covering the wgmma range follow as fallbacks for a call whose maps the driver
-// refuses. A GEMM over K segments (Note [K-concatenated GEMMs]: the backward's dx from gate and
+// GEMM's fallback kernel (Note [GEMM fallbacks]) runs a call whose maps the driver refuses. A
+// GEMM over K segments (Note [K-concatenated GEMMs]: the backward's dx from gate and
 // up) takes a map per segment and operand; the producer walks the segments in turn. On mma.sync
 // stay: GEMMs with N or K below 128 (wgmma_eligible), an M-major A (the weight gradients, which
 // have their own kernels), and products that cannot be staged (not f32, of different ranks, or
@@ -227,7 +227,6 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
     wgmma.push_back({small, small_from, std::min(hi, big_from - 1)});
   const std::vector<TileVariant> mma = tile_variants(spec.M, N, nb);
   const std::vector<TileVariant> below = clipped(mma, lo, small_from - 1);
-  const std::vector<TileVariant> fallback = clipped(mma, small_from, hi);
   const bool single = wgmma.size() + below.size() == 1;
 
   const std::string base = ctx.kernel_name(spec.what);
@@ -246,26 +245,23 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
     launch.nodes = spec.nodes;
     std::string src = wgmma_source(ctx, spec, launch.name, t, &launch.tensor_maps);
     launch.buffers = spec.params.buffers();
-    for (const CheckedOperand& c : spec.params.checked_operands())  // TMA checks its operands
+    launch.aligned_only = true;  // its outputs' pairs; TMA checks its operands
+    for (const CheckedOperand& c : spec.params.checked_operands())
       if (c.written) launch.checked_operands.push_back(c);
     ctx.add_kernel(std::move(launch), src);
   }
-  // An mma.sync variant: a fallback for the wgmma range, or the tile for M below it.
-  auto emit_mma_sync = [&](const TileVariant& m, bool fallback) {
+  // The mma.sync tiles for M below the wgmma range.
+  for (const TileVariant& m : below) {
     const TileConfig& t = m.tile;
-    const std::string tile = "_tile" + std::to_string(t.bm) + "x" + std::to_string(t.bn);
-    KernelLaunch launch = site_launch(base, fallback ? tile + "_fallback" : tile, v++, spec.M,
-                                      m.m_lo, m.m_hi, single && !fallback);
-    launch.tma_fallback = fallback;
+    KernelLaunch launch =
+        site_launch(base, "_tile" + std::to_string(t.bm) + "x" + std::to_string(t.bn), v++, spec.M,
+                    m.m_lo, m.m_hi, single);
     launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
     launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
-    emit_mma_sync_kernel(ctx, spec, std::move(launch), t,
-                         (fallback ? ", fallback when a tensor map is refused" : "") +
-                             range_text(m.m_lo, m.m_hi, single && !fallback));
-  };
-  // Fallbacks right after the wgmma kernels they replace (Note [Tensor maps]).
-  for (const TileVariant& f : fallback) emit_mma_sync(f, true);
-  for (const TileVariant& b : below) emit_mma_sync(b, false);
+    emit_mma_sync_kernel(ctx, spec, std::move(launch), t, range_text(m.m_lo, m.m_hi, single));
+  }
+  // For a call whose tensor maps the driver refuses or whose addresses are off.
+  emit_gemm_fallback(ctx, spec, base, v);
 }
 
 }  // namespace dg

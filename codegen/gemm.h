@@ -105,9 +105,12 @@ struct GemmKernelSpec {
 // one column per lane, a half of a pair from the tensor-core epilogues (Note [Paired stores]).
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
                             const std::string& name = "epi", bool staged = false);
-// Declares `dg_stores`, the stores for a tensor-core epilogue over `spec` (Note [Paired stores] in
-// codegen/device/dg_store.cuh): paired when `pair`, N is even and some output is bf16, f16 or
-// f32 (whose base addresses `params` then checks at run time), direct otherwise.
+// Whether a tensor-core epilogue over `spec` can store in pairs (Note [Paired stores] in
+// codegen/device/dg_store.cuh): N is even and some output is bf16, f16 or f32.
+bool pairs_outputs(const GemmKernelSpec& spec);
+// Declares `dg_stores`, the stores for a tensor-core epilogue over `spec`: paired when `pair` and
+// pairs_outputs(spec) (the paired outputs' base addresses join `params`' checked operands, which
+// the host checks before the launch: Note [GEMM fallbacks] in kernel_plan.h), direct otherwise.
 std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair = true);
 // Copies the block's rows of each product's U and columns of its B into `dg_scratch` (floats, at
 // `offsets`; Note [Staged rank-r epilogue]), then a barrier, and declares dg_rank_at, the
@@ -145,11 +148,17 @@ std::vector<GemmKSegment> k_segments_or_whole(const GemmKernelSpec& spec);
 void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaunch launch,
                           const TileConfig& t, const std::string& range);
 
+// The GEMM's fallback kernel (Note [GEMM fallbacks] in kernel_plan.h): mma.sync with the default
+// tile for every M, element stores, as variant `variant` of the GEMM whose first kernel is `base`.
+// Emitted after every other kernel of the GEMM.
+void emit_gemm_fallback(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& base,
+                        int variant);
+
 // True when the sm_90a main loop can take a tensor-core spec (Note [sm_90a GEMMs] in
 // emit_wgmma.cc): A K-major, every B K-major or every B N-major.
 bool wgmma_eligible(const GemmKernelSpec& spec);
-// The sm_90a kernels of such a GEMM: wgmma tiles by M, mma.sync for the smallest M and as the
-// fallback when a tensor map cannot be encoded (Note [Tensor maps] in kernel_plan.h).
+// The sm_90a kernels of such a GEMM: wgmma tiles by M, mma.sync for the smallest M, and the
+// fallback (Note [GEMM fallbacks] in kernel_plan.h).
 void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec);
 
 // True when the split-K rank-r kernel can take the spec (Note [Rank-r products] in

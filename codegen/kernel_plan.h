@@ -19,15 +19,16 @@ struct BufferRef {
 
 // Note [Unaligned operands]
 // The tensor-core main loop's cp.async copies and the rank-r partials' 16-byte loads need every
-// operand address 16-byte aligned. Codegen proves that for offsets and strides, but a caller's
-// tensor may start anywhere (a view with a storage offset), so the kernel checks the addresses
-// at run time and, when one is off, runs a loop of element loads instead: the same results,
-// slower (Note [Lean main loop] in codegen/device/dg_gemm.cuh). That must not be silent: the
-// launch lists the addresses its kernel checks, and the executable evaluates them at every
-// launch, counts each launch that takes the slow path (dg_stats.unaligned_launches) and logs the
-// first one of each executable. A GEMM epilogue that writes its outputs in pairs (Note [Paired
-// stores] in codegen/device/dg_store.cuh) checks their base addresses the same way, each for the
-// size of a pair, and an unaligned one is counted and logged as well.
+// operand address 16-byte aligned, and a GEMM epilogue that stores in pairs (Note [Paired stores]
+// in codegen/device/dg_store.cuh) needs each output aligned to a pair. Codegen proves that for
+// offsets and strides, but a caller's tensor may start anywhere (a view with a storage offset).
+// So the launch lists the addresses its kernel needs aligned, and the executable evaluates them
+// at every launch. When one is off, the call takes a slow path: a tensor-core GEMM's kernel
+// (KernelLaunch::aligned_only) hands the call to the GEMM's fallback kernel (Note [GEMM
+// fallbacks]), other kernels run their own loop of element loads (Note [Lean main loop] in
+// codegen/device/dg_gemm.cuh): the same results, slower. That must not be silent: the executable
+// counts each such launch (dg_stats.unaligned_launches) and logs the first one of each
+// executable.
 struct CheckedOperand {
   int param;             // position in KernelLaunch::buffers
   SymExpr offset_bytes;  // from the buffer's start
@@ -47,11 +48,23 @@ struct CheckedOperand {
 // every call: cuTensorMapEncodeTiled through the driver table on a GPU (and the driver double),
 // dg_tensor_map_encode under the host emulation. The driver refuses a map whose address or row
 // stride is not 16-byte aligned (a view with a storage offset); then that call runs the GEMM's
-// mma.sync kernels (those marked tma_fallback) instead, with the mma.sync build's results (wgmma
-// sums in another order, within rounding), and the runtime counts the launch
-// (dg_stats.tma_fallback_launches) and logs the first one of each executable. Fallback kernels run
-// only then: they are variants of the GEMM (variant > 0), and a plan at a binding does not count
-// them as launched.
+// fallback kernel (Note [GEMM fallbacks]) instead, with the mma.sync build's results (wgmma sums
+// in another order, within rounding), and the runtime counts the launch
+// (dg_stats.tma_fallback_launches) and logs the first one of each executable.
+//
+// Note [GEMM fallbacks]
+// A tensor-core GEMM's kernels need what the host checks before each launch: 16-byte aligned
+// operands (the main loop has no element-load path: in every kernel it was about a sixth of
+// NVRTC's time for the seed backward), outputs aligned to the pairs the epilogue stores (one
+// epilogue, not one per store width: Note [Paired stores]), and on sm_90a tensor maps the driver
+// accepts. The GEMM ends with one fallback kernel that needs none of
+// them: mma.sync with the GEMM's default tile (Note [Tile choice]) for every M, reading through
+// its own alignment branch and storing element by element. In a call where the kernel chosen by
+// M cannot run, the executable skips it and launches the fallback; in every other call the
+// fallback is skipped. It is the GEMM's last variant (variant > 0, after every kernel that can
+// hand over to it), and a plan at a binding does not count it as launched. One fallback for all
+// M, not one per tile variant: it is the rare path (a view with a storage offset), and each
+// kernel more is compiled on every cold start.
 struct TensorMapArg {
   int param;             // the pointer parameter (position in KernelLaunch::buffers) it maps
   SymExpr offset_bytes;  // the matrix's start, from the buffer's start
@@ -74,9 +87,13 @@ struct KernelLaunch {
   std::vector<CheckedOperand> checked_operands;  // Note [Unaligned operands]
   // Note [Tensor maps]: the kernel's tensor-map parameters, in order, after the pointers.
   std::vector<TensorMapArg> tensor_maps;
-  // Note [Tensor maps]: launched only in a call where a kernel of the same GEMM (from its
-  // variant 0 on) with a non-empty grid could not encode its tensor maps; skipped otherwise.
-  bool tma_fallback = false;
+  // Note [GEMM fallbacks]: launched only in a call where the kernel of the same GEMM chosen by M
+  // could not run (a tensor map refused, an address off its boundary); skipped otherwise.
+  bool fallback = false;
+  // Note [GEMM fallbacks]: the kernel has no path for a checked operand off its alignment; a call
+  // with one runs the GEMM's fallback instead. Otherwise (rank-r partials, grouped GEMMs, the
+  // fallback) the kernel takes such an operand itself, slower.
+  bool aligned_only = false;
   std::array<SymExpr, 3> grid;  // blocks; a launch with any zero extent is skipped
   std::array<int, 3> block{1, 1, 1};
   int shared_bytes = 0;  // dynamic shared memory

@@ -69,7 +69,7 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
       e.ctas *= extent;
     }
     // Note [Tensor maps]: a fallback runs only in a call whose tensor maps the driver refused.
-    if (k.tma_fallback) e.launched = false;
+    if (k.fallback) e.launched = false;
     if (!e.launched) e.ctas = 0;
     if (!eval(k.flops, k.name + "'s FLOPs", &e.flops) ||
         !eval(k.tensor_flops, k.name + "'s tensor FLOPs", &e.tensor_flops) ||

@@ -1,6 +1,7 @@
 #include "runtime/executable.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "runtime/compiler.h"
 
@@ -337,16 +338,17 @@ Status Executable::encode_tensor_maps(const KernelLaunch& kl, LaunchBatch* batch
 void Executable::report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& batch) const {
   count_tma_fallback();
   std::call_once(tma_fallback_logged_, [&] {
-    std::fprintf(stderr,
-                 "dyngen: warning: kernel %s cannot read its operands with TMA: %s. Its mma.sync "
-                 "kernels ran instead: correct results (summed in mma.sync's order), slower. A "
-                 "contiguous copy of the tensor, 16-byte aligned, avoids it. Later such calls of "
-                 "this graph are counted in the stats (tma_fallback_launches), not logged.\n",
-                 kl.name.c_str(), batch.tma_refusal.c_str());
+    std::fprintf(
+        stderr,
+        "dyngen: warning: kernel %s cannot read its operands with TMA: %s. Its GEMM's mma.sync "
+        "fallback kernel ran instead: correct results (summed in mma.sync's order), slower. A "
+        "contiguous copy of the tensor, 16-byte aligned, avoids it. Later such calls of "
+        "this graph are counted in the stats (tma_fallback_launches), not logged.\n",
+        kl.name.c_str(), batch.tma_refusal.c_str());
   });
 }
 
-void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+bool Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
                                          size_t first_pointer, size_t first_checked) const {
   for (size_t i = 0; i < kl.checked_operands.size(); ++i) {
     const CheckedOperand& c = kl.checked_operands[i];
@@ -356,21 +358,24 @@ void Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBat
     if (address % alignment == 0) continue;
     count_unaligned_launch();
     std::call_once(unaligned_logged_, [&] {
-      const std::string what = describe_buffer(kl.buffers[c.param]);
-      const std::string at = " at an address that is " + std::to_string(address % alignment) +
-                             " bytes past a " + std::to_string(alignment) + "-byte boundary, so ";
+      const std::string at = (c.written ? "writes " : "reads ") +
+                             describe_buffer(kl.buffers[c.param]) + " at an address that is " +
+                             std::to_string(address % alignment) + " bytes past a " +
+                             std::to_string(alignment) + "-byte boundary, so ";
       const std::string how =
-          c.written ? "writes " + what + at + "its epilogue stores element by element, not in pairs"
-                    : "reads " + what + at +
-                          "it runs its element-load loop instead of the 16-byte copies";
+          kl.aligned_only ? std::string("the call runs its GEMM's fallback kernel, which ") +
+                                (c.written ? "stores element by element, not in pairs"
+                                           : "loads element by element, not in 16-byte copies")
+                          : "it runs its element-load loop instead of the 16-byte copies";
       std::fprintf(stderr,
-                   "dyngen: warning: kernel %s %s: the same results, slower. A contiguous copy "
+                   "dyngen: warning: kernel %s %s%s: the same results, slower. A contiguous copy "
                    "of the tensor avoids it. Later such launches of this graph are counted in "
                    "the stats (unaligned_launches), not logged.\n",
-                   kl.name.c_str(), how.c_str());
+                   kl.name.c_str(), at.c_str(), how.c_str());
     });
-    return;
+    return !kl.aligned_only;
   }
+  return true;
 }
 
 Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
@@ -391,7 +396,14 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
     }
   }
   size_t a = 0, p = 0, c = checked_at_;
-  bool run_fallbacks = false;  // Note [Tensor maps]: the last GEMM's maps did not encode
+  // Note [GEMM fallbacks]: the last GEMM's kernel chosen by M could not run, and its fallback
+  // has to (`owed_by` that kernel until it has); `counted`: for an address already counted.
+  bool run_fallbacks = false, counted = false;
+  std::optional<size_t> owed_by;
+  auto unpaid = [&] {
+    return Status::error("internal error: kernel " + plan_.kernels[*owed_by].name +
+                         " could not run in this call and its GEMM has no fallback kernel");
+  };
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {
     const KernelLaunch& kl = plan_.kernels[k];
     void** args = batch.args.data() + a;
@@ -408,18 +420,28 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       grid[d] = static_cast<uint32_t>(v);
     }
     // A GEMM's kernels run from its variant 0 to the next GEMM's (Note [Tile choice]).
-    if (kl.variant == 0 && !kl.tma_fallback) run_fallbacks = false;
+    if (kl.variant == 0 && !kl.fallback) {
+      if (owed_by) return unpaid();
+      run_fallbacks = counted = false;
+    }
     if (empty) continue;  // nothing to compute, e.g. zero tokens
-    if (kl.tma_fallback && !run_fallbacks) continue;
+    if (kl.fallback && !run_fallbacks) continue;
     if (!batch.tma_ok[k]) {
       report_tma_fallback(kl, batch);
       run_fallbacks = true;
+      owed_by = k;
       continue;
     }
-    check_operand_alignment(kl, batch, first_pointer, first_checked);
+    if (!counted && !check_operand_alignment(kl, batch, first_pointer, first_checked)) {
+      run_fallbacks = counted = true;
+      owed_by = k;
+      continue;
+    }
     s = module_->launch(k, batch.device, grid, kl.block, kl.shared_bytes, args, stream);
     if (!s.ok()) return Status::error(kl.name + ": " + s.message());
+    if (kl.fallback) owed_by.reset();
   }
+  if (owed_by) return unpaid();
   return {};
 }
 

@@ -65,8 +65,9 @@ class Executable {
   size_t kernel_workspace_bytes(const LaunchBatch& batch) const;
   // Note [Unaligned operands]: when `kl`, whose pointers start at batch.pointers[first_pointer]
   // and checked offsets at batch.results[first_checked], takes the slow path, counts it and (once
-  // per executable) logs it.
-  void check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
+  // per executable) logs it. False when the kernel cannot take it (KernelLaunch::aligned_only):
+  // then its GEMM's fallback kernel runs instead (Note [GEMM fallbacks]).
+  bool check_operand_alignment(const KernelLaunch& kl, const LaunchBatch& batch,
                                size_t first_pointer, size_t first_checked) const;
   // Whether kernel `k`'s grid (batch.results at grids_at_) has a zero extent.
   bool grid_empty(const LaunchBatch& batch, size_t k) const;
@@ -75,8 +76,8 @@ class Executable {
   // batch->results[first_result]; an error names the operand.
   Status encode_tensor_maps(const KernelLaunch& kl, LaunchBatch* batch, size_t first_pointer,
                             size_t first_map, size_t first_result) const;
-  // Note [Tensor maps]: kernel `kl`'s maps did not encode, so this call runs its fallback
-  // kernels; counts it and (once per executable) logs it.
+  // Note [Tensor maps]: kernel `kl`'s maps did not encode, so this call runs its GEMM's fallback
+  // kernel; counts it and (once per executable) logs it.
   void report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& batch) const;
 
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).

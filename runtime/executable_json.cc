@@ -32,7 +32,9 @@ Json kernel_json(const Executable& e, const KernelLaunch& kl,
             {"tensor_flops", kl.tensor_flops.to_string()},
             {"bytes", kl.bytes.to_string()},
             {"variant", kl.variant},
-            {"runs", kl.runs.to_string()}};
+            {"runs", kl.runs.to_string()},
+            // Note [GEMM fallbacks]: runs only in a call the GEMM's other kernels cannot take.
+            {"fallback", kl.fallback}};
   if (resources) k["ptxas"] = resources_json(*resources, kl.name);
   return k;
 }

@@ -121,7 +121,9 @@ struct DgGemmFragB {
 //   [Unaligned operands] in codegen/kernel_plan.h). That loop is kept small, because it is
 //   rare (views at odd offsets) and compile time counts: one stage, its copies a rolled loop, its
 //   k16 steps rolled. As a second pipeline with unrolled copies it was about a third of NVRTC's
-//   time for the seed forward (issue 14's bar: a cold compile under 3 s).
+//   time for the seed forward (issue 14's bar: a cold compile under 3 s). Generated GEMMs go
+//   further: only their fallback kernel has the loop (kAlignedOnly; Note [GEMM fallbacks] in
+//   codegen/kernel_plan.h), and the host sends an unaligned call there.
 // - A stage is one buffer, A's tile then each B's, and stages rotate by one int offset; fragment
 //   addresses are per-thread offsets plus compile-time steps. The block is one-dimensional, so
 //   threadIdx.x is the thread's index (no blockDim reads) and copy loops unroll at compile time.
@@ -419,8 +421,9 @@ DG_DEVICE dg_bf16* dg_gemm_smem() {
 
 // Accumulates the block tile at (m0, n0) over k in [k_begin, k_end) into acc (not zeroed here);
 // b points at NB operand pointers. Every thread of the (one-dimensional) block must call it: it
-// contains barriers.
-template <class Tile, bool AT, bool BKN, int NB>
+// contains barriers. kAlignedOnly: the host has checked that every operand is 16-byte aligned
+// (Note [GEMM fallbacks] in codegen/kernel_plan.h), so the element-load loop is left out.
+template <class Tile, bool AT, bool BKN, int NB, bool kAlignedOnly = false>
 DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const dg_bf16* a,
                                 long long lda, const dg_bf16* const* b, long long ldb, long long m0,
                                 long long M, long long n0, long long N, long long k_begin,
@@ -447,7 +450,7 @@ DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const d
   // transposed operand's overhang needs (a uniform branch; without AT or BKN there are none).
   constexpr bool kTransposed = AT || BKN;
   const bool edge = (AT && m0 + Tile::BM > M) || (BKN && n0 + Tile::BN > N);
-  if (!aligned)
+  if (!kAlignedOnly && !aligned)
     dg_gemm_unaligned_loop<Tile, AT, BKN, NB, kTransposed>(acc, copies, smem, k_begin, k_end);
   else if (kTransposed && edge)
     dg_gemm_pipeline<Tile, AT, BKN, NB, true>(acc, copies, smem, k_begin, k_end);

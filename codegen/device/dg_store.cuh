@@ -12,15 +12,17 @@
 //   output: the first element's call holds the value in a register, the second's writes both.
 // - A pair needs both columns inside N and an address aligned to the pair. The code generator
 //   pairs only when N is even (then col even < N gives col + 1 < N, and every row starts at an
-//   even element, since the outputs are [rows][N] from c_base, a multiple of N); the base
-//   pointers' alignment is checked once per launch (DgPairedStores::aligned) and decided by one
-//   uniform branch per accumulator tile (dg_with_stores). An unaligned launch stores element by
-//   element, the same results, slower, and the host counts and logs it (Note [Unaligned
-//   operands] in codegen/kernel_plan.h).
+//   even element, since the outputs are [rows][N] from c_base, a multiple of N). The base
+//   pointers' alignment is the host's to check, before the launch (Note [Unaligned operands] in
+//   codegen/kernel_plan.h): a call whose output is off its pair boundary runs the GEMM's fallback
+//   kernel instead, which stores element by element (the same results, slower; counted and
+//   logged). A kernel that pairs has one copy of its epilogue: a device-side choice between pairs
+//   and single stores needed two (one per branch), which cost the seed backward's small-M kernel
+//   half its cold compile and the performance model could time only the longer one.
 // - Outputs of other types (bool, integers, f64) are stored element by element in both calls.
 // - DgDirectStores stores every element at once: the split-K reductions and the scalar tiles,
-//   whose lanes hold one column each, GEMMs with an odd N, and sm_90a's mma.sync kernels for a
-//   refused tensor map (codegen/emit_gemm.cc: pairs pushed two of them into spills).
+//   whose lanes hold one column each, GEMMs with an odd N, grouped GEMMs, and the fallback
+//   kernels.
 #pragma once
 #include "dg_config.cuh"
 #include "dg_types.cuh"
@@ -48,10 +50,15 @@ struct DgPairBits<float> {
   static DG_DEVICE dg_u32 bits(float v) { return dg_float_as_bits(v); }
 };
 
-// Writes the pair (first, second) at p, which is aligned to 2 * sizeof(T).
+// Writes the pair (first, second) at p, which is aligned to 2 * sizeof(T). A GPU faults on a
+// misaligned address ("misaligned address"); so does the host emulation, rather than storing it.
 template <class T>
 DG_DEVICE void dg_store_pair(T* p, dg_u32 first, T second) {
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "pairs of 16- or 32-bit values");
+#if defined(DG_HOST_EMULATION)
+  if (reinterpret_cast<uintptr_t>(p) % (2 * sizeof(T)) != 0)
+    ::dg::emu::fail(::dg::emu::where() + ": a paired store at an address off the pair's boundary");
+#endif
   const dg_u32 second_bits = DgPairBits<T>::bits(second);
   if constexpr (sizeof(T) == 2) {
     const dg_u32 word = first | (second_bits << 16);  // the lower address in the low half
@@ -75,12 +82,10 @@ struct DgDirectStores {
   static constexpr bool kPaired = false;
 };
 
-// The stores of a launch whose kSlots outputs are stored in pairs when `aligned` (every output's
-// base address is aligned to its pair): dg_with_stores decides.
+// The stores of a launch whose kSlots outputs are stored in pairs, their base addresses aligned
+// to a pair (the host checked them).
 template <int kSlots>
-struct DgPairedStores {
-  bool aligned;
-};
+struct DgPairedStores {};
 
 // Pairs: the first element's value of each slot held until the second's.
 template <int kSlots>
@@ -89,18 +94,11 @@ struct DgPairs {
   dg_u32 held[kSlots];
 };
 
-// body(stores) with DgPairs when the launch's outputs are aligned and DgDirectStores otherwise:
-// one uniform branch, and two copies of the body, each without a branch per store (a check per
-// store left the registers of a large epilogue to spill).
+// body(stores): with DgPairs, each accumulator tile's pairs held in its own registers.
 template <int kSlots, class Body>
-DG_DEVICE void dg_with_stores(const DgPairedStores<kSlots>& launch, const Body& body) {
-  if (launch.aligned) {
-    DgPairs<kSlots> pairs;
-    body(pairs);
-  } else {
-    DgDirectStores direct;
-    body(direct);
-  }
+DG_DEVICE void dg_with_stores(const DgPairedStores<kSlots>&, const Body& body) {
+  DgPairs<kSlots> pairs;
+  body(pairs);
 }
 template <class Body>
 DG_DEVICE void dg_with_stores(DgDirectStores& direct, const Body& body) {
@@ -149,14 +147,6 @@ DG_DEVICE void dg_store_columns(Stores& stores, long long col, long long N,
     if (col < N) element(stores, 0);
     if (col + 1 < N) element(stores, 1);
   }
-}
-
-// Whether every pointer is aligned to a pair of its elements (Note [Paired stores]).
-DG_DEVICE bool dg_pairs_aligned() { return true; }
-template <class T, class... Rest>
-DG_DEVICE bool dg_pairs_aligned(const T* p, const Rest*... rest) {
-  return reinterpret_cast<unsigned long long>(p) % (2 * sizeof(T)) == 0 &&
-         dg_pairs_aligned(rest...);
 }
 
 #endif  // DG_HAS_DEVICE

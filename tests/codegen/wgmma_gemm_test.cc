@@ -94,13 +94,13 @@ TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
   int maps = 0, fallbacks = 0;
   for (const KernelLaunch& k : plan.kernels) {
     maps += static_cast<int>(k.tensor_maps.size());
-    fallbacks += k.tma_fallback;
+    fallbacks += k.fallback;
     if (!k.tensor_maps.empty()) {
       EXPECT_GT(k.shared_bytes, 48 * 1024) << k.name;
     }
   }
   EXPECT_EQ(maps, 2 * 3 + 2 * 2);  // gate/up: A and two B; down: A and B; two tiles each
-  EXPECT_GE(fallbacks, 2);
+  EXPECT_EQ(fallbacks, 2);         // one per GEMM, for every M (Note [GEMM fallbacks])
   EXPECT_NE(plan.source.find("dg_wgmma_mainloop"), std::string::npos);
 
   Compiled off = compile_sm90({"wgmma"});
@@ -146,6 +146,31 @@ TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
   ASSERT_TRUE(mma_sync.ok()) << mma_sync.message();
   EXPECT_EQ(first, mma_sync.value()[0].bytes);
   EXPECT_EQ(second, first);
+}
+
+// Note [GEMM fallbacks]: x off its 16-byte boundary refuses the gate/up GEMM's tensor maps and y
+// off its pairs' boundary sends the down projection to its fallback too, at every M (the fallback
+// is one kernel for all of them); the results are the mma.sync build's bits at each tile and
+// stage boundary.
+TEST(WgmmaGemm, FallbacksMatchTheMmaSyncBuildAroundEveryTileBoundary) {
+  Compiled c = compile_sm90();
+  ASSERT_TRUE(c.exe);
+  Compiled off = compile_sm90({"wgmma"});
+  ASSERT_TRUE(off.exe);
+  ::testing::internal::CaptureStderr();
+  for (int64_t n : {1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}) {
+    auto inputs = make_random_inputs(c.graph, {{"n", n}}, 11);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto mma_sync = run_on_host(*off.exe, inputs.value());
+    ASSERT_TRUE(mma_sync.ok()) << mma_sync.message();
+    const int64_t tma = runtime_stats().tma_fallback_launches;
+    const int64_t unaligned = runtime_stats().unaligned_launches;
+    EXPECT_EQ(run_shifted(*c.exe, inputs.value(), 0, true), mma_sync.value()[0].bytes) << n;
+    // Where the gate/up GEMM runs wgmma; the down projection's output is off at every M.
+    EXPECT_EQ(runtime_stats().tma_fallback_launches - tma, n >= 65 ? 1 : 0) << n;
+    EXPECT_GE(runtime_stats().unaligned_launches - unaligned, 1) << n;
+  }
+  ::testing::internal::GetCapturedStderr();
 }
 
 // The seed's LoRA expert forward on sm_90a: both GEMMs carry rank-r products, staged for the

@@ -107,11 +107,15 @@ TEST(JsonOutput, ExecutableDescriptionIsJson) {
   Json j = Json::parse(description);
   EXPECT_EQ(j.at("target"), "host");
   EXPECT_EQ(j.at("cache_tier"), "none");
-  // Two GEMMs, each with two tile variants (Note [Tile choice]): the second GEMM's first kernel.
-  EXPECT_EQ(j.at("kernels").size(), 4u);
-  EXPECT_EQ(j.at("kernels").at(2).at("variant"), 0);
-  EXPECT_EQ(j.at("kernels").at(3).at("variant"), 1);
-  EXPECT_EQ(j.at("kernels").at(2).at("ops"), Json({"linear"}));
+  // Two GEMMs, each with two tile variants (Note [Tile choice]) and its fallback (Note [GEMM
+  // fallbacks]) last: the second GEMM's first kernel.
+  EXPECT_EQ(j.at("kernels").size(), 6u);
+  EXPECT_EQ(j.at("kernels").at(2).at("variant"), 2);
+  EXPECT_EQ(j.at("kernels").at(2).at("fallback"), true);
+  EXPECT_EQ(j.at("kernels").at(3).at("variant"), 0);
+  EXPECT_EQ(j.at("kernels").at(3).at("fallback"), false);
+  EXPECT_EQ(j.at("kernels").at(4).at("variant"), 1);
+  EXPECT_EQ(j.at("kernels").at(3).at("ops"), Json({"linear"}));
   EXPECT_FALSE(j.at("kernels").at(0).contains("ptxas"));
   dg_free(description);
   dg_executable_free(exe);

@@ -300,8 +300,9 @@ def test_graph_without_tensor_outputs_needs_no_executable(fresh, opts):
 
 def test_unaligned_operand_is_counted_and_exact():
     """Note [Unaligned operands]: x as a view one element into its storage (2 bytes past a 16-byte
-    boundary) runs the GEMMs' element-load loop, which gives the aligned run's bits and is counted
-    in dyngen.stats()["unaligned_launches"]; aligned tensors count nothing."""
+    boundary) runs the GEMMs' fallback kernels and the rank-r partials' element-load loop, which
+    give the aligned run's bits and are counted in dyngen.stats()["unaligned_launches"]; aligned
+    tensors count nothing."""
     exe = dyngen.compile_text(SEED_TEXT, "seed")
     ins = _seed_inputs(3)
     before = dyngen.stats()["unaligned_launches"]

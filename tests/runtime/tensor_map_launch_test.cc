@@ -65,7 +65,7 @@ DG_EMU_ENTRY(fallback)
 )";
 
 // The map covers rows 1.. of x: offset one row, n - 1 rows of 64 bf16 (128 bytes apart).
-KernelPlan make_plan(const SymExpr& n) {
+KernelPlan make_plan(const SymExpr& n, bool with_fallback) {
   KernelPlan plan;
   plan.symbols = {n};
   plan.source = kSource;
@@ -78,10 +78,11 @@ KernelPlan make_plan(const SymExpr& n) {
   KernelLaunch fallback;
   fallback.name = "fallback";
   fallback.buffers = buffers;
-  fallback.tma_fallback = true;
+  fallback.fallback = true;
   fallback.variant = 1;
   fallback.grid = {n, SymExpr(1), SymExpr(1)};
-  plan.kernels = {with_map, fallback};
+  plan.kernels = {with_map};
+  if (with_fallback) plan.kernels.push_back(fallback);
   return plan;
 }
 
@@ -109,10 +110,10 @@ Result<std::unique_ptr<KernelModule>> gpu_module(const std::string& source) {
 }
 
 // The hand-built executable on the host, or (gpu) on the double's device 0.
-std::shared_ptr<Executable> build_executable(bool gpu = false) {
+std::shared_ptr<Executable> build_executable(bool gpu = false, bool with_fallback = true) {
   ParseResult parsed = parse_graph_text(kGraph);
   EXPECT_TRUE(parsed.ok()) << parsed.error;
-  KernelPlan plan = make_plan(parsed.graph.symbols.at(0));
+  KernelPlan plan = make_plan(parsed.graph.symbols.at(0), with_fallback);
   auto host = host_module(plan.source);
   EXPECT_TRUE(host.ok()) << host.message();
   if (!host.ok()) return nullptr;
@@ -198,6 +199,26 @@ TEST(TensorMapLaunch, RefusedMapRunsTheFallbackCountedAndLoggedOnce) {
   EXPECT_EQ(aligned[kMapRan], 1);
   EXPECT_EQ(aligned[kFallbackRan], 0);
   EXPECT_EQ(tma_fallbacks(), before + 2);
+}
+
+// Note [GEMM fallbacks]: a kernel that cannot run hands its call to the fallback; a plan without
+// one (which codegen never makes) is an error, not a call that silently skips the GEMM.
+TEST(TensorMapLaunch, RefusedMapWithoutAFallbackIsAnError) {
+  auto exe = build_executable(/*gpu=*/false, /*with_fallback=*/false);
+  ASSERT_NE(exe, nullptr);
+  const size_t bytes = 16 * 64 * 2;
+  std::vector<char> x(bytes + 64);
+  std::vector<long long> y(bytes / sizeof(long long) + 8, 0);
+  char* shifted = x.data() + (64 - reinterpret_cast<uintptr_t>(x.data()) % 64) % 64 + 2;
+  dg_tensor in = tensor(shifted, 16, false), out = tensor(y.data(), 16, false);
+  testing::internal::CaptureStderr();
+  Status s = exe->launch(&in, 1, &out, 1, nullptr, nullptr);
+  testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("with_map could not run in this call and its GEMM has no fallback"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(y[kMapRan], 0);
 }
 
 // An empty grid encodes nothing (its map would be refused: zero rows) and runs nothing.
