@@ -124,7 +124,7 @@ std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bo
   if (!pair || !pairs_outputs(spec)) return "  DgDirectStores dg_stores;\n";
   for (const EpilogueStore& s : spec.stores)
     if (pairable(s)) params.check_paired_output(s.buffer, s.dtype);
-  return "  DgPairedStores<" + std::to_string(spec.stores.size()) + "> dg_stores;\n";
+  return "  DgPairs<" + std::to_string(spec.stores.size()) + "> dg_stores;\n";
 }
 
 namespace {
@@ -540,7 +540,7 @@ void emit_gemm_fallback(LoweringContext& ctx, GemmKernelSpec& spec, const std::s
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
   launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
   emit_mma_sync_kernel(ctx, spec, std::move(launch), t,
-                       ", fallback when a tensor map or an output's alignment is refused");
+                       ", fallback for a call whose addresses or tensor maps the others refuse");
 }
 
 bool tensor_core_eligible(const GemmKernelSpec& spec) {

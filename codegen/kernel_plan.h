@@ -57,14 +57,16 @@ struct CheckedOperand {
 // operands (the main loop has no element-load path: in every kernel it was about a sixth of
 // NVRTC's time for the seed backward), outputs aligned to the pairs the epilogue stores (one
 // epilogue, not one per store width: Note [Paired stores]), and on sm_90a tensor maps the driver
-// accepts. The GEMM ends with one fallback kernel that needs none of
-// them: mma.sync with the GEMM's default tile (Note [Tile choice]) for every M, reading through
-// its own alignment branch and storing element by element. In a call where the kernel chosen by
-// M cannot run, the executable skips it and launches the fallback; in every other call the
-// fallback is skipped. It is the GEMM's last variant (variant > 0, after every kernel that can
-// hand over to it), and a plan at a binding does not count it as launched. One fallback for all
-// M, not one per tile variant: it is the rare path (a view with a storage offset), and each
-// kernel more is compiled on every cold start.
+// accepts. The GEMM ends with one fallback kernel that needs none of them: mma.sync with the
+// GEMM's default tile (Note [Tile choice]) for every M, reading through its own alignment branch
+// and storing element by element. In a call where the kernel chosen by M cannot run, the
+// executable skips it and launches the fallback; in every other call the fallback is skipped. It
+// is the GEMM's last variant (variant > 0, after every kernel that can hand over to it), and a
+// plan at a binding does not count it as launched. One fallback for all M, not one per tile
+// variant: it is the rare path (a view with a storage offset), and each kernel more is compiled
+// on every cold start. Fallback launches are counted and logged once (unaligned_launches,
+// tma_fallback_launches), not raised under DYNGEN_STRICT (which is about graphs dyngen leaves to
+// eager): the fallback is dyngen's own kernel, slower.
 struct TensorMapArg {
   int param;             // the pointer parameter (position in KernelLaunch::buffers) it maps
   SymExpr offset_bytes;  // the matrix's start, from the buffer's start

@@ -68,7 +68,7 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
       if (extent <= 0) e.launched = false;
       e.ctas *= extent;
     }
-    // Note [Tensor maps]: a fallback runs only in a call whose tensor maps the driver refused.
+    // Note [GEMM fallbacks]: a fallback runs only in a call the GEMM's other kernels refuse.
     if (k.fallback) e.launched = false;
     if (!e.launched) e.ctas = 0;
     if (!eval(k.flops, k.name + "'s FLOPs", &e.flops) ||

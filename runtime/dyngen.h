@@ -66,10 +66,10 @@ typedef struct dg_stats {
   int64_t cache_misses;
   int64_t cache_corrupt; /* corrupt entries found and replaced */
   int64_t launches;
-  int64_t unaligned_launches;    /* kernels that ran their slow path for an operand off a 16-byte
-                                    boundary, or whose GEMM ran its fallback kernel for an output
-                                    off a pair's boundary (a view with a storage offset); the
-                                    first is logged */
+  int64_t unaligned_launches;    /* launches with an operand off a 16-byte boundary or an output
+                                    off a pair's boundary (a view with a storage offset): the
+                                    kernel's element-load loop or its GEMM's fallback kernel ran
+                                    instead; the first is logged */
   int64_t tma_fallback_launches; /* GEMM calls that ran their fallback kernel: a tensor map
                                     was refused (an operand off 16 bytes); the first is logged */
 } dg_stats;

@@ -398,7 +398,7 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
   size_t a = 0, p = 0, c = checked_at_;
   // Note [GEMM fallbacks]: the last GEMM's kernel chosen by M could not run, and its fallback
   // has to (`owed_by` that kernel until it has); `counted`: for an address already counted.
-  bool run_fallbacks = false, counted = false;
+  bool counted = false;
   std::optional<size_t> owed_by;
   auto unpaid = [&] {
     return Status::error("internal error: kernel " + plan_.kernels[*owed_by].name +
@@ -422,18 +422,17 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
     // A GEMM's kernels run from its variant 0 to the next GEMM's (Note [Tile choice]).
     if (kl.variant == 0 && !kl.fallback) {
       if (owed_by) return unpaid();
-      run_fallbacks = counted = false;
+      counted = false;
     }
     if (empty) continue;  // nothing to compute, e.g. zero tokens
-    if (kl.fallback && !run_fallbacks) continue;
+    if (kl.fallback && !owed_by) continue;
     if (!batch.tma_ok[k]) {
       report_tma_fallback(kl, batch);
-      run_fallbacks = true;
       owed_by = k;
       continue;
     }
     if (!counted && !check_operand_alignment(kl, batch, first_pointer, first_checked)) {
-      run_fallbacks = counted = true;
+      counted = true;
       owed_by = k;
       continue;
     }

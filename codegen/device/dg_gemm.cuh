@@ -513,17 +513,15 @@ DG_DEVICE void dg_gemm_epilogue(const float (&acc)[NB][Tile::MT][Tile::NT][4], l
                                 long long M, long long n0, long long N, const Epi& epi,
                                 Stores& stores) {
   const DgGemmLane<Tile> lane;
-  dg_with_stores(stores, [&](auto& chosen) {
-    DG_UNROLL
-    for (int mt = 0; mt < Tile::MT; ++mt)
-      lane.for_elements(mt, m0, M, n0, N, chosen,
-                        [&](long long row, int col, int nt, int i, const auto& half) {
-                          if constexpr (NB == 1)
-                            epi(row, col, acc[0][mt][nt][i], half);
-                          else
-                            epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], half);
-                        });
-  });
+  DG_UNROLL
+  for (int mt = 0; mt < Tile::MT; ++mt)
+    lane.for_elements(mt, m0, M, n0, N, stores,
+                      [&](long long row, int col, int nt, int i, const auto& half) {
+                        if constexpr (NB == 1)
+                          epi(row, col, acc[0][mt][nt][i], half);
+                        else
+                          epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], half);
+                      });
 }
 
 // As above with every element stored at once by epi(row, col, acc_0[, acc_1]) itself.
@@ -579,18 +577,16 @@ DG_DEVICE void dg_gemm_epilogue_rank(const float (&acc)[NB][Tile::MT][Tile::NT][
         }
       }
     }
-    dg_with_stores(stores, [&](auto& chosen) {
-      lane.for_elements(mt, m0, M, n0, N, chosen,
-                        [&](long long row, int col, int nt, int i, const auto& half) {
-                          float rank[NP];
-                          DG_UNROLL
-                          for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
-                          if constexpr (NB == 1)
-                            epi(row, col, acc[0][mt][nt][i], rank, half);
-                          else
-                            epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], rank, half);
-                        });
-    });
+    lane.for_elements(mt, m0, M, n0, N, stores,
+                      [&](long long row, int col, int nt, int i, const auto& half) {
+                        float rank[NP];
+                        DG_UNROLL
+                        for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][i % 2];
+                        if constexpr (NB == 1)
+                          epi(row, col, acc[0][mt][nt][i], rank, half);
+                        else
+                          epi(row, col, acc[0][mt][nt][i], acc[1][mt][nt][i], rank, half);
+                      });
   }
 }
 

@@ -179,19 +179,17 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
                                  Stores& stores) {
   const int T = static_cast<int>(threadIdx.x % 128);
   const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
-  dg_with_stores(stores, [&](auto& chosen) {
-    DG_UNROLL
-    for (int i = 0; i < Tile::BN / 2; i += 2) {
-      const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
-      if (r >= M) continue;
-      dg_store_columns(chosen, c, N, [&](const auto& half, int h) {
-        if constexpr (Tile::NB == 1)
-          epi(r, c + h, acc[0][i + h], half);
-        else
-          epi(r, c + h, acc[0][i + h], acc[1][i + h], half);
-      });
-    }
-  });
+  DG_UNROLL
+  for (int i = 0; i < Tile::BN / 2; i += 2) {
+    const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
+    if (r >= M) continue;
+    dg_store_columns(stores, c, N, [&](const auto& half, int h) {
+      if constexpr (Tile::NB == 1)
+        epi(r, c + h, acc[0][i + h], half);
+      else
+        epi(r, c + h, acc[0][i + h], acc[1][i + h], half);
+    });
+  }
 }
 
 // As above with every element stored at once by epi(row, col, value[, value1]) itself.
@@ -254,28 +252,26 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
         }
       }
     }
-    dg_with_stores(stores, [&](auto& chosen) {
+    DG_UNROLL
+    for (int nt = 0; nt < kChunk; ++nt) {
       DG_UNROLL
-      for (int nt = 0; nt < kChunk; ++nt) {
-        DG_UNROLL
-        for (int i = 0; i < 4; i += 2) {
-          // acc index 4 n + i holds row r0 + 8 (i / 2), column 8 n + c0 + i % 2.
-          const int n = chunk + nt;
-          const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0;
-          if (row >= M) continue;
-          dg_store_columns(chosen, col, N, [&](const auto& half, int h) {
-            float rank[NP];
-            DG_UNROLL
-            for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][h];
-            const int c = static_cast<int>(col) + h;
-            if constexpr (Tile::NB == 1)
-              epi(row, c, acc[0][4 * n + i + h], rank, half);
-            else
-              epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, half);
-          });
-        }
+      for (int i = 0; i < 4; i += 2) {
+        // acc index 4 n + i holds row r0 + 8 (i / 2), column 8 n + c0 + i % 2.
+        const int n = chunk + nt;
+        const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0;
+        if (row >= M) continue;
+        dg_store_columns(stores, col, N, [&](const auto& half, int h) {
+          float rank[NP];
+          DG_UNROLL
+          for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][h];
+          const int c = static_cast<int>(col) + h;
+          if constexpr (Tile::NB == 1)
+            epi(row, c, acc[0][4 * n + i + h], rank, half);
+          else
+            epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, half);
+        });
       }
-    });
+    }
   }
 }
 

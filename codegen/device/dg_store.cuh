@@ -83,27 +83,13 @@ struct DgDirectStores {
 };
 
 // The stores of a launch whose kSlots outputs are stored in pairs, their base addresses aligned
-// to a pair (the host checked them).
-template <int kSlots>
-struct DgPairedStores {};
-
-// Pairs: the first element's value of each slot held until the second's.
+// to a pair (the host checked them): the first element's value of each slot held until the
+// second's.
 template <int kSlots>
 struct DgPairs {
   static constexpr bool kPaired = true;
   dg_u32 held[kSlots];
 };
-
-// body(stores): with DgPairs, each accumulator tile's pairs held in its own registers.
-template <int kSlots, class Body>
-DG_DEVICE void dg_with_stores(const DgPairedStores<kSlots>&, const Body& body) {
-  DgPairs<kSlots> pairs;
-  body(pairs);
-}
-template <class Body>
-DG_DEVICE void dg_with_stores(DgDirectStores& direct, const Body& body) {
-  body(direct);
-}
 
 // The first (kSecond = false) or second element of a pair.
 template <bool kSecond, class Stores>
