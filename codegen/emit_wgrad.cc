@@ -2,7 +2,8 @@
 // passes/split_weight_grads.cc): partial products over token chunks, then their reduction in
 // chunk order. Operands are fp32 (LoRA adapters) or bf16 read through their prologue, so the
 // products run on fp32 FMA tiles: a block computes a TP x TQ tile with 256 threads, each owning a
-// 4 x 4 micro-tile; the tile is 256 x 16 or 16 x 256 when one side is a LoRA rank, else 64 x 64.
+// 4 x 4 micro-tile (Note [Weight-gradient micro-tiles]); the tile is 256 x 16 or 16 x 256 when
+// one side is a LoRA rank, else 64 x 64.
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -79,68 +80,63 @@ struct Problem {
   int64_t P, Q, TP, TQ, tiles, offset;  // offset: first element in the partials' row
 };
 
+// One problem's share of the partials kernel. Note [Weight-gradient micro-tiles]: each thread
+// owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its operands
+// as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided across
+// the threads took eight); the staging loops have compile-time trip counts (16 x TP and 16 x TQ
+// are multiples of the 256 threads) and are unrolled. Each output sums its products in k order,
+// as before: the bits do not change.
 std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set<int>& members,
                          const Problem& pr, int64_t tile_base, const std::string& total) {
-  std::string P = std::to_string(pr.P), Q = std::to_string(pr.Q);
-  std::string TP = std::to_string(pr.TP), TQ = std::to_string(pr.TQ);
-  std::string a = element(ctx, params, members, pr.node->inputs[0], "p", "k");
-  std::string b = element(ctx, params, members, pr.node->inputs[1], "k", "q");
-  std::string tq_threads = std::to_string(pr.TQ / 4), tp_threads = std::to_string(pr.TP / 4);
+  const std::string P = std::to_string(pr.P), Q = std::to_string(pr.Q);
+  const std::string TP = std::to_string(pr.TP), TQ = std::to_string(pr.TQ);
+  const std::string a = element(ctx, params, members, pr.node->inputs[0], "p", "k");
+  const std::string b = element(ctx, params, members, pr.node->inputs[1], "k", "q");
+  const std::string q_tiles = std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0));
+  const std::string tq_threads = std::to_string(pr.TQ / 4);
+  // Stages rows [k0, k0 + 16) of one operand, `extent` columns from `origin`, into `smem`.
+  auto stage = [](const std::string& smem, const std::string& extent, const std::string& origin,
+                  const std::string& bound, const std::string& index, const std::string& value) {
+    return "      DG_NO_UNROLL\n"
+           "      for (int i = 0; i < 16 * " +
+           extent + " / 256; ++i) {\n" + "        const int e = threadIdx.x + 256 * i;\n" +
+           "        const long long k = k0 + e / " + extent + ", " + index + " = " + origin +
+           " + e % " + extent + ";\n" + "        " + smem + "[e / " + extent + "][e % " + extent +
+           "] = (k < k_end && " + index + " < " + bound + ") ? " + value + " : 0.0f;\n      }\n";
+  };
   return "    const int t = tile - " + std::to_string(tile_base) + ";\n" +
-         "    const long long p0 = (long long)(t / " +
-         std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) + ") * " + TP +
-         ", q0 = (long long)(t % " + std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0)) + ") * " +
-         TQ + ";\n" + "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " +
-         tq_threads +
+         "    const long long p0 = (long long)(t / " + q_tiles + ") * " + TP +
+         ", q0 = (long long)(t % " + q_tiles + ") * " + TQ + ";\n" +
+         "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " + tq_threads +
          ";\n"
          "    float acc[4][4];\n"
+         "    DG_UNROLL\n"
          "    for (int i = 0; i < 4; ++i)\n"
+         "      DG_UNROLL\n"
          "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n"
-         "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n"
-         "      for (int e = threadIdx.x; e < 16 * " +
-         TP +
-         "; e += 256) {\n"
-         "        const long long k = k0 + e / " +
-         TP + ", p = p0 + e % " + TP +
-         ";\n"
-         "        As[e / " +
-         TP + "][e % " + TP + "] = (k < k_end && p < " + P + ") ? " + a +
-         " : 0.0f;\n      }\n"
-         "      for (int e = threadIdx.x; e < 16 * " +
-         TQ +
-         "; e += 256) {\n"
-         "        const long long k = k0 + e / " +
-         TQ + ", q = q0 + e % " + TQ +
-         ";\n"
-         "        Bs[e / " +
-         TQ + "][e % " + TQ + "] = (k < k_end && q < " + Q + ") ? " + b +
-         " : 0.0f;\n      }\n"
+         "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n" +
+         stage("As", TP, "p0", P, "p", a) + stage("Bs", TQ, "q0", Q, "q", b) +
          "      __syncthreads();\n"
+         "      DG_UNROLL\n"
          "      for (int kk = 0; kk < 16; ++kk) {\n"
-         "        float av[4], bv[4];\n"
-         "        for (int i = 0; i < 4; ++i) av[i] = As[kk][tp + " +
-         tp_threads +
-         " * i];\n"
-         "        for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tq + " +
-         tq_threads +
-         " * j];\n"
+         "        const float4 a4 = reinterpret_cast<const float4*>(As[kk])[tp];\n"
+         "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n"
+         "        const float av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};\n"
+         "        DG_UNROLL\n"
          "        for (int i = 0; i < 4; ++i)\n"
+         "          DG_UNROLL\n"
          "          for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];\n"
          "      }\n"
          "      __syncthreads();\n"
          "    }\n"
+         "    DG_UNROLL\n"
          "    for (int i = 0; i < 4; ++i)\n"
+         "      DG_UNROLL\n"
          "      for (int j = 0; j < 4; ++j) {\n"
-         "        const long long p = p0 + tp + " +
-         tp_threads + " * i, q = q0 + tq + " + tq_threads +
-         " * j;\n"
+         "        const long long p = p0 + 4 * tp + i, q = q0 + 4 * tq + j;\n"
          "        if (p < " +
-         P + " && q < " + Q +
-         ")\n"
-         "          part[chunk * " +
-         total + " + " + std::to_string(pr.offset) + " + p * " + Q +
-         " + q] = acc[i][j];\n"
-         "      }\n";
+         P + " && q < " + Q + ")\n" + "          part[chunk * " + total + " + " +
+         std::to_string(pr.offset) + " + p * " + Q + " + q] = acc[i][j];\n" + "      }\n";
 }
 
 }  // namespace
@@ -213,8 +209,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
       "  const long long k_end = k_begin + chunk_tokens < K ? k_begin + chunk_tokens : K;\n"
       "  const int tile = blockIdx.x;\n"
       "  float* __restrict__ part = o0;\n"
-      "  __shared__ float As[16][256 + 4];\n"
-      "  __shared__ float Bs[16][256 + 4];\n" +
+      "  __shared__ __align__(16) float As[16][256 + 4];\n"  // rows of 16-byte multiples
+      "  __shared__ __align__(16) float Bs[16][256 + 4];\n" +
       body + "}\n";
   ctx.add_kernel(std::move(k1), src1);  // computes the group's nodes (the current ones)
 

@@ -36,6 +36,7 @@ Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
 struct OutputCheck {
   std::string what;  // "output 0 bf16[5, 2048]"
   double max_abs_err = 0, max_rel_err = 0;
+  double largest_reference = 0;  // the largest finite |value| of the reference output
   bool ok = false;
   std::string message;
 };

@@ -63,8 +63,11 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   bool all_ok = true;
   for (const OutputCheck& c : checks.value()) {
     char line[256];
-    std::snprintf(line, sizeof(line), "%s: max abs err %.3g, max rel err %.3g: %s", c.what.c_str(),
-                  c.max_abs_err, c.max_rel_err, c.ok ? "ok" : "MISMATCH");
+    // The largest reference value beside the errors: the absolute tolerance is at its scale.
+    std::snprintf(line, sizeof(line),
+                  "%s: max abs err %.3g (largest |reference| %.3g), max rel err %.3g: %s",
+                  c.what.c_str(), c.max_abs_err, c.largest_reference, c.max_rel_err,
+                  c.ok ? "ok" : "MISMATCH");
     out << line << (c.ok ? "" : " (" + c.message + ")") << "\n";
     all_ok = all_ok && c.ok;
   }

@@ -240,6 +240,30 @@ TEST(WgmmaGemm, SeedBackwardMatchesTheReference) {
                           {1, 64, 65, 129, 257}, 3, true);
 }
 
+// The Phi-3.5-MoE expert (hidden 4096, ffn 6400, r = 16) at its own sizes: K = 4096, 6400 and
+// two segments of 6400 walk the 4-stage ring 16 to 100 times, and N = 6400 is 50 column tiles.
+// Waves of 64 blocks put the 64 x 128 wgmma tiles at 65 <= M <= 128 and the 128-row tiles from
+// M = 129 (the forward's gate/up GEMM, 100 column tiles of 64, from M = 1); mma.sync below. With
+// the H200's 132 the boundaries lie at 128/129, 256/257 and 512/513, which `dyngen run --arch
+// sm_90a` covers at real sizes (too slow for the suite: 15 s per 64 tokens here).
+constexpr std::initializer_list<int64_t> kPhiTokenCounts = {0, 1, 64, 65, 128, 129, 200};
+
+TEST(WgmmaGemm, PhiExpertForwardMatchesTheReference) {
+  const Graph g = resized_seed("seed_expert_mlp.dgir", 4096, 6400, 16);
+  CompileOutcome o = compile_graph(g, sm90_request(64));
+  ASSERT_TRUE(o.ok()) << o.error;
+  const KernelPlan& plan = o.executable->plan();
+  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 1);   // gate/up
+  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 1);  // down
+  EXPECT_EQ(count_with(plan, "[wgmma 64x128x64"), 1);
+  expect_matches_reference(g, *o.executable, "s77", kPhiTokenCounts, 700);
+}
+
+TEST(WgmmaGemm, PhiExpertBackwardMatchesTheReference) {
+  check_sm90_token_counts(resized_seed("seed_expert_mlp_backward.dgir", 4096, 6400, 16), 64, "s77",
+                          kPhiTokenCounts, 4, true);
+}
+
 // The DBRX-style expert backward (tests/fixtures/dbrx_expert_backward.dgir: 4 experts, weights
 // as strided slices of fused parameters, no LoRA) at hidden 192 and ffn 160, so that both of its
 // GEMMs reach wgmma: grad_h = g @ w2_e^T (B K-major, N = 160) and dx over the gate and up

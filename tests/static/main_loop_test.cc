@@ -144,6 +144,35 @@ TEST_P(MainLoop, EpiloguesStoreInPairs) {
   }
 }
 
+// Note [Weight-gradient micro-tiles] (codegen/emit_wgrad.cc): the weight-gradient partials'
+// FMA loops read each k step's operands as one 16-byte shared load per side, at most one shared
+// load per 8 FFMA (a thread's 4 x 4 micro-tile takes 16 FFMA per two loads; with its rows strided
+// across the threads it took eight loads, one per 2 FFMA).
+TEST(WeightGradientLoops, ReadSharedMemoryAsFloat4s) {
+  for (const char* fixture : {"seed_expert_mlp_backward", "phi35moe_expert_mlp_backward"}) {
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      SCOPED_TRACE(std::string(fixture) + " " + arch);
+      CompiledSass c;
+      ASSERT_NO_FATAL_FAILURE(compile_with_sass(fixture, arch, &c));
+      int loops = 0;
+      for (const KernelLaunch& k : c.outcome.executable->plan().kernels) {
+        if (k.name.find("wgrad_partials") == std::string::npos) continue;
+        const SassStats s = analyze_sass(c.sass[k.name]);
+        for (int l : s.simt_loops) {
+          const SassLoop& loop = s.loops[l];
+          ++loops;
+          EXPECT_LE(8 * loop.shared_loads, loop.ffma) << k.name << " loop " << l;
+          for (int j = loop.begin; j <= loop.end; ++j) {
+            const std::string& op = s.instructions[j].opcode;
+            if (op.rfind("LDS", 0) == 0) EXPECT_EQ(op, "LDS.128") << k.name;
+          }
+        }
+      }
+      EXPECT_GE(loops, 2) << "one FMA loop per weight-gradient problem";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Experts, MainLoop,
                          ::testing::Values("seed_expert_mlp", "seed_expert_mlp_backward",
                                            "phi35moe_expert_mlp", "phi35moe_expert_mlp_backward"));
