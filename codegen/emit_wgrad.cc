@@ -83,9 +83,10 @@ struct Problem {
 // One problem's share of the partials kernel. Note [Weight-gradient micro-tiles]: each thread
 // owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its operands
 // as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided across
-// the threads took eight); the staging loops have compile-time trip counts (16 x TP and 16 x TQ
-// are multiples of the 256 threads) and are unrolled. Each output sums its products in k order,
-// as before: the bits do not change.
+// the threads took eight). The staging loops have compile-time trip counts (16 x TP and 16 x TQ
+// are multiples of the 256 threads) but stay rolled: fully unrolled, ptxas hoisted their loads
+// into 196 registers (one block per SM), and held to 64 it spilled. Each output sums its products
+// in k order, as before: the bits do not change.
 std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set<int>& members,
                          const Problem& pr, int64_t tile_base, const std::string& total) {
   const std::string P = std::to_string(pr.P), Q = std::to_string(pr.Q);
@@ -94,6 +95,20 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
   const std::string b = element(ctx, params, members, pr.node->inputs[1], "k", "q");
   const std::string q_tiles = std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0));
   const std::string tq_threads = std::to_string(pr.TQ / 4);
+  // acc[i][j] += a_i * b_j over the float4s' lanes, written out: through float[4] copies of the
+  // float4s, ptxas spilled one register of the Phi-3.5-MoE backward's kernel on sm_90a.
+  auto outer_product = [](const std::string& a, const std::string& b) {
+    const char* lane[4] = {".x", ".y", ".z", ".w"};
+    std::string s;
+    for (int i = 0; i < 4; ++i) {
+      s += "        ";
+      for (int j = 0; j < 4; ++j)
+        s += std::string(j ? " " : "") + "acc[" + std::to_string(i) + "][" + std::to_string(j) +
+             "] += " + a + lane[i] + " * " + b + lane[j] + ";";
+      s += "\n";
+    }
+    return s;
+  };
   // Stages rows [k0, k0 + 16) of one operand, `extent` columns from `origin`, into `smem`.
   auto stage = [](const std::string& smem, const std::string& extent, const std::string& origin,
                   const std::string& bound, const std::string& index, const std::string& value) {
@@ -120,12 +135,8 @@ std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set
          "      DG_UNROLL\n"
          "      for (int kk = 0; kk < 16; ++kk) {\n"
          "        const float4 a4 = reinterpret_cast<const float4*>(As[kk])[tp];\n"
-         "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n"
-         "        const float av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};\n"
-         "        DG_UNROLL\n"
-         "        for (int i = 0; i < 4; ++i)\n"
-         "          DG_UNROLL\n"
-         "          for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];\n"
+         "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n" +
+         outer_product("a4", "b4") +
          "      }\n"
          "      __syncthreads();\n"
          "    }\n"

@@ -32,18 +32,15 @@
 
 // Full unrolling of a loop with a compile-time trip count (register-resident arrays on a GPU);
 // nothing on the host, where -Wall would warn about an unknown pragma.
-// DG_NO_UNROLL keeps a loop rolled (a rank-r epilogue loop: unrolled, its loads would compete
-// with the accumulators for registers and spill); DG_UNROLL_BY(n) unrolls n iterations (the
-// weight-gradient staging loops: fully unrolled, their hoisted loads took 196 registers).
+// DG_NO_UNROLL keeps a loop rolled (a rank-r epilogue loop, a weight-gradient staging loop:
+// unrolled, their loads would compete with the accumulators for registers; the staging loops
+// took 196 registers fully unrolled, Note [Weight-gradient micro-tiles]).
 #if defined(DG_ON_GPU)
 #define DG_UNROLL _Pragma("unroll")
 #define DG_NO_UNROLL _Pragma("unroll 1")
-#define DG_PRAGMA(text) _Pragma(#text)
-#define DG_UNROLL_BY(n) DG_PRAGMA(unroll n)
 #else
 #define DG_UNROLL
 #define DG_NO_UNROLL
-#define DG_UNROLL_BY(n)
 #endif
 
 typedef unsigned short dg_u16;
