@@ -39,6 +39,16 @@ int64_t index_bound(const Graph& g, ValueId in, const std::map<std::string, int6
   return 8;
 }
 
+// The largest finite |value| of `t` (0 when it has none).
+double largest_finite_magnitude(const HostTensor& t) {
+  double largest = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.get(i);
+    if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+  }
+  return largest;
+}
+
 }  // namespace
 
 Result<std::vector<HostTensor>> make_random_inputs(const Graph& g,
@@ -127,10 +137,7 @@ CompareResult compare_to_reference(const HostTensor& actual, const HostTensor& e
   double atol_scale = 1.0;  // Note [Tolerance at the tensor's scale]
   if (mode == ToleranceMode::kTensorScale && dtype_is_float(expected.dtype)) {
     if (default_tolerance(graph_dtype).rtol > tol.rtol) tol = default_tolerance(graph_dtype);
-    for (int64_t i = 0; i < expected.numel(); ++i) {
-      double v = expected.get(i);
-      if (std::isfinite(v)) atol_scale = std::max(atol_scale, std::fabs(v));
-    }
+    atol_scale = std::max(atol_scale, largest_finite_magnitude(expected));
   }
   return compare(actual, expected, tol.rtol * tolerance_scale,
                  tol.atol * tolerance_scale * atol_scale);
@@ -151,11 +158,8 @@ Result<std::vector<OutputCheck>> check_against_reference(const Graph& g, const E
     const HostTensor& e = expected.outputs[j];
     CompareResult c =
         compare_to_reference(actual.value()[j], e, mode, tolerance_scale, graph_dtype);
-    double largest = 0;
-    for (int64_t i = 0; i < e.numel(); ++i)
-      if (std::isfinite(e.get(i))) largest = std::max(largest, std::fabs(e.get(i)));
     checks.push_back({"output " + std::to_string(j) + " " + e.to_string(), c.max_abs_err,
-                      c.max_rel_err, largest, c.ok, c.message});
+                      c.max_rel_err, largest_finite_magnitude(e), c.ok, c.message});
   }
   return checks;
 }
