@@ -8,7 +8,8 @@
 #
 # The same file runs in script mode (cmake -P) to do the generation itself.
 #
-# Note [Raw string embedding]: each file becomes one raw string literal with a fixed delimiter, so
+# Note [Raw string embedding]
+# Each file becomes one raw string literal with a fixed delimiter, so
 # the generated source is readable and needs no escaping; the script refuses a file that contains
 # the delimiter. GCC and Clang accept literals far longer than any device header.
 

@@ -4,11 +4,11 @@
 // Eager runs the graph as it comes in (before any pass): one ATen call per node. Scalar constants
 // are Python numbers (no call); views (reshape, permute, expand, slice) are calls without a kernel;
 // every other node is a call and one kernel. The host spends `kEagerDispatchSeconds` per call (an
-// ESTIMATE of PyTorch's per-op Python + dispatcher + launch cost, "a few us"; issue 14's review
-// took ~5 us, 300 us for ~60 ops host-bound). The GPU runs the kernels in order, each starting when
-// both its call has been made and the previous kernel is done, and each costing the launch gap
-// (kLaunchSeconds of runtime/perf_model.h's Note [Achievable estimate], the same as dyngen's) plus
-// its time:
+// ESTIMATE of PyTorch's per-op Python + dispatcher + launch cost, "a few us"; a review of the
+// kernels took ~5 us, 300 us for ~60 ops host-bound). The GPU runs the kernels in order, each
+// starting when both its call has been made and the previous kernel is done, and each costing the
+// launch gap (kLaunchSeconds of runtime/perf_model.h's Note [Achievable estimate], the same as
+// dyngen's) plus its time:
 //  - a contraction runs as cuBLAS at its published large-shape efficiency -- bf16 at 0.80 of the
 //    dense tensor peak (KERNELS.md: a torch bf16 matmul measured ~790 of 989 TFLOP/s on the H200;
 //    cuBLAS 720 TFLOP/s fp16 at 2048x8192x8192), fp32 (TF32 off, PyTorch's default for matmul) at

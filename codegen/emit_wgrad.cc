@@ -80,11 +80,13 @@ struct Problem {
   int64_t P, Q, TP, TQ, tiles, offset;  // offset: first element in the partials' row
 };
 
-// One problem's share of the partials kernel. Note [Weight-gradient micro-tiles]: each thread
-// owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its operands
-// as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided across
-// the threads took eight). The staging loops have compile-time trip counts (16 x TP and 16 x TQ
-// are multiples of the 256 threads) but stay rolled: fully unrolled, ptxas hoisted their loads
+// One problem's share of the partials kernel.
+//
+// Note [Weight-gradient micro-tiles]
+// Each thread owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its
+// operands as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided
+// across the threads took eight). The staging loops have compile-time trip counts (16 x TP and 16 x
+// TQ are multiples of the 256 threads) but stay rolled: fully unrolled, ptxas hoisted their loads
 // into 196 registers (one block per SM), and held to 64 it spilled. Each output sums its products
 // in k order, as before: the bits do not change.
 std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set<int>& members,

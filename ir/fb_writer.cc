@@ -17,12 +17,14 @@ namespace {
 
 namespace fbs = flatbuffers;
 
-// Note [Writer within the loader's range]: a file dyngen writes must load again, so the writer
+// Note [Writer within the loader's range]
+// A file dyngen writes must load again, so the writer
 // refuses what the loader rejects as out of range, with a message naming it, instead of writing
 // it. (The loader's resource limits, FbLimits, bound untrusted files; a graph beyond those is
 // still written, and loads with larger limits.)
 int64_t checked_magnitude(int64_t v, const std::string& what) {
   if (v < -kGraphFbMaxConst || v > kGraphFbMaxConst)
+    // Refused here, not written (Note [Writer within the loader's range]).
     throw std::invalid_argument("write_graph_fb: " + what + " " + std::to_string(v) +
                                 " is beyond +-2^62, the range graph.fb holds");
   return v;

@@ -118,6 +118,7 @@ int64_t sat_mul(int64_t a, int64_t b, int64_t inf) {
   if (__builtin_mul_overflow(a, b, &r)) return neg ? kNegInf : kPosInf;
   return r;
 }
+// Each end sound whether it reads as unbounded or finite (Note [Interval ends]).
 Interval iv_add(Interval a, Interval b) {
   return {sat_add(a.lo, b.lo, kNegInf), sat_add(a.hi, b.hi, kPosInf)};
 }

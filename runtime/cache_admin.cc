@@ -37,6 +37,7 @@ Status list_cache_dir(const std::string& dir, std::vector<DirEntry>* entries, bo
 // We only unlink if the name still refers to the file we read (same device and inode), which
 // narrows that window to a few instructions; losing the race costs one recompilation, not
 // correctness.
+// Note [Removing a corrupt entry safely].
 bool remove_if_same(const std::string& path, const FileId& read_id) {
   FileId now;
   if (file_id(path, &now) != 0) return false;

@@ -27,6 +27,7 @@ enum class Removal { kRemoved, kGone, kFailed };
 
 // Unlinks `path` only if it is still the file that was scanned (Note [Pruning never leaves a
 // partial entry]); kGone when it was removed or replaced meanwhile.
+// Whole entries only (Note [Pruning never leaves a partial entry]).
 Removal remove_scanned(const std::string& path, const FileId& scanned) {
   FileId now;
   if (file_id(path, &now) != 0) return Removal::kGone;

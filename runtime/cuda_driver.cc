@@ -1,3 +1,5 @@
+// The driver is opened with dlopen, never linked (Note [No link against libcuda] in
+// runtime/CMakeLists.txt).
 #include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>

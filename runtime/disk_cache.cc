@@ -177,6 +177,7 @@ bool DiskCache::write_entry(std::string_view key, std::string_view payload, std:
       return fail("write", err, tmp_path);
     }
 
+    // Published by rename (Note [Atomic publish]).
     if ((err = fault("rename")) == 0 && ::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
       err = errno;
     }

@@ -162,6 +162,7 @@ size_t Executable::kernel_workspace_bytes(const LaunchBatch& batch) const {
   return static_cast<size_t>(batch.results[workspace_at_ + plan_.workspace.size()]);
 }
 
+// Note [Binding symbols] says which dims bind a symbol and which are checked.
 Status Executable::bind(const dg_tensor* inputs, int num_inputs, LaunchBatch* batch) const {
   const Graph& g = graph_;
   if (num_inputs != static_cast<int>(g.inputs.size()))

@@ -133,6 +133,7 @@ DType least_precise_float(const Graph& g) {
 
 CompareResult compare_to_reference(const HostTensor& actual, const HostTensor& expected,
                                    ToleranceMode mode, double tolerance_scale, DType graph_dtype) {
+  // Note [Default tolerances] in runtime/reference/host_tensor.h.
   Tolerance tol = default_tolerance(expected.dtype);
   double atol_scale = 1.0;  // Note [Tolerance at the tensor's scale]
   if (mode == ToleranceMode::kTensorScale && dtype_is_float(expected.dtype)) {

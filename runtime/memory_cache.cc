@@ -40,7 +40,7 @@ void MemoryCache::put(std::string_view key, std::string_view value) {
     bytes_ += item_bytes;
     evict_locked();
   } catch (const std::exception&) {
-    // Note [Memory cache never throws]
+    // Dropped: the entry is compiled again next time (Note [Memory cache never throws]).
   }
 }
 

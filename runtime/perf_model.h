@@ -44,8 +44,9 @@
 namespace dg {
 
 constexpr double kLaunchSeconds = 3e-6;  // Note [Achievable estimate]
-// Note [Underfilled kernels]: issue 14's bar is that no kernel with more than
-// 50 MFLOP launches fewer CTAs than the GPU has SMs at s = 512; the model flags every such launch.
+// Note [Underfilled kernels]
+// The bar: no kernel with more than 50 MFLOP launches fewer CTAs than the GPU has SMs at s = 512;
+// the model flags every such launch.
 constexpr double kUnderfillFlops = 50e6;
 
 struct KernelModelInput {

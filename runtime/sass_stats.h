@@ -10,7 +10,7 @@
 // aligned launches run for blocks inside M and N, whose loops have no predicates); its
 // instructions per MMA is body instructions / MMAs. That is a static count: an inner loop inside
 // the main loop counts once whatever its trip count, and both sides of a branch in the body count,
-// so `inner_loops` says when the figure is a lower bound of the dynamic one (the target of issue 14
+// so `inner_loops` says when the figure is a lower bound of the dynamic one (the target
 // is a main loop with no inner loop, where it is exact but for branches). The SIMT work loops are
 // the loops holding FFMAs that hold no inner loop with FFMAs (the serial K loop of a scalar GEMM
 // tile, the rank-r loop of an epilogue). A load's latency is exposed in a loop when an instruction

@@ -247,6 +247,7 @@ def remove_shims() -> list[str]:
 
 def expert_shape(cfg) -> tuple[int, int, int, int]:
     """(hidden, ffn, experts, top_k) of a built config."""
+    # DBRX's sizes live in ffn_config (Note [DBRX naming]).
     if cfg.model_type == "dbrx":
         f = cfg.ffn_config
         return cfg.d_model, f.ffn_hidden_size, f.moe_num_experts, f.moe_top_k

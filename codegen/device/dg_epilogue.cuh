@@ -5,17 +5,17 @@
 //
 // Note [Staged rank-r epilogue]
 // Read from global memory, every output element walks U's row and B's column again: K steps of
-// two dependent loads and an FMA, a serial loop whose load latency nothing hides (issue 14: it
-// took as long as the main loop). A tensor-core GEMM kernel instead copies, once per block after
-// its main loop, the block's BM rows of U ([BM][K + 1] floats) and BN columns of B ([K][BN + 1]
-// floats) into the main loop's shared memory, which is free by then (dg_gemm_smem), and computes
-// the products for its own accumulator elements in registers (dg_gemm_epilogue_rank): per 16-row
-// tile, each j step loads 2 values of U and 2 per n8 tile of B and does 4 FMAs per n8 tile,
-// instead of 2 loads per FMA. The padding keeps a warp's reads free of bank conflicts (its lanes
-// read 8 rows of U, stride K + 1 words, and neighbouring columns of B) and the staging writes too.
-// The values and the order of the additions (j ascending) are the global path's. The
-// code generator stages when every product is f32 with the same K and the copies fit the main
-// loop's shared memory (codegen/emit_gemm.cc); otherwise the epilogue reads global memory.
+// two dependent loads and an FMA, a serial loop whose load latency nothing hides (a review of
+// the SASS found it took as long as the main loop). A tensor-core GEMM kernel instead copies, once
+// per block after its main loop, the block's BM rows of U ([BM][K + 1] floats) and BN columns of B
+// ([K][BN + 1] floats) into the main loop's shared memory, which is free by then (dg_gemm_smem),
+// and computes the products for its own accumulator elements in registers (dg_gemm_epilogue_rank):
+// per 16-row tile, each j step loads 2 values of U and 2 per n8 tile of B and does 4 FMAs per n8
+// tile, instead of 2 loads per FMA. The padding keeps a warp's reads free of bank conflicts (its
+// lanes read 8 rows of U, stride K + 1 words, and neighbouring columns of B) and the staging writes
+// too. The values and the order of the additions (j ascending) are the global path's. The code
+// generator stages when every product is f32 with the same K and the copies fit the main loop's
+// shared memory (codegen/emit_gemm.cc); otherwise the epilogue reads global memory.
 #pragma once
 #include "dg_config.cuh"
 #include "dg_ops.cuh"

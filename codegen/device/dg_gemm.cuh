@@ -102,7 +102,7 @@ struct DgGemmFragB {
 
 // Note [Lean main loop]
 // What a k-tile of the main loop issues per thread is settled before the loop starts, so that the
-// loop is MMAs, ldmatrix and cp.async with little else (issue 14's target: at most 2.5
+// loop is MMAs, ldmatrix and cp.async with little else (the target: at most 2.5
 // instructions per MMA and no inner loop; tests/static/main_loop_test.cc reads the SASS):
 // - Copies are planned once per thread (DgGemmTileCopy). A warp's copy instruction reads whole
 //   32-byte sectors (at least two threads share a row), a thread's next chunk in a row is an
@@ -121,7 +121,7 @@ struct DgGemmFragB {
 //   [Unaligned operands] in codegen/kernel_plan.h). That loop is kept small, because it is
 //   rare (views at odd offsets) and compile time counts: one stage, its copies a rolled loop, its
 //   k16 steps rolled. As a second pipeline with unrolled copies it was about a third of NVRTC's
-//   time for the seed forward (issue 14's bar: a cold compile under 3 s). Generated GEMMs go
+//   time for the seed forward (the bar: a cold compile under 3 s). Generated GEMMs go
 //   further: only their fallback kernel has the loop (kAlignedOnly; Note [GEMM fallbacks] in
 //   codegen/kernel_plan.h), and the host sends an unaligned call there.
 // - A stage is one buffer, A's tile then each B's, and stages rotate by one int offset; fragment

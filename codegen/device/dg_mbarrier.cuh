@@ -3,7 +3,8 @@
 // wait on by phase parity. Inline PTX on a GPU, and on the host an emulation of the PTX ISA's
 // semantics (Note [mbarrier semantics]).
 //
-// Note [mbarrier semantics] (PTX ISA 9.7.13.15, "Parallel Synchronization and Communication
+// Note [mbarrier semantics]
+// (PTX ISA 9.7.13.15, "Parallel Synchronization and Communication
 // Instructions: mbarrier": its phases, pending arrival count, tx-count and phase completion):
 // - init(count) starts phase 0 expecting `count` arrivals and a tx-count of 0.
 // - arrive counts one arrival; arrive.expect_tx(b) first adds b to the tx-count; complete_tx(b)

@@ -2,7 +2,8 @@
 // two implementations: inline PTX on a GPU, and on the host an emulation that follows the PTX
 // ISA's fragment layouts exactly (Note [Warp collectives] in runtime/emu/dg_emu_engine.h).
 //
-// Note [mma fragment layouts] (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16). With
+// Note [mma fragment layouts]
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16). With
 // g = lane / 4 and t = lane % 4, each lane holds, low half of a register first:
 //   A (16x16, row-major) a[4]: a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]
 //                              a[2] = A[g][2t+8..2t+9]  a[3] = A[g+8][2t+8..2t+9]

@@ -21,10 +21,12 @@ DG_DEVICE float dg_warp_reduce_max(float v) {
   return v;
 }
 
-// Note [Block reduction]: sum over every thread of the block; every thread gets the result. The
+// Note [Block reduction]
+// Sum over every thread of the block; every thread gets the result. The
 // block must be whole warps (at most 32) and every thread must call it, since it contains
 // barriers. Three barriers: partials written / total written / total read, the last so that a
 // following call may reuse the 32-float scratch.
+// The rules for callers: Note [Block reduction].
 DG_DEVICE float dg_block_reduce_sum(float v) {
   __shared__ float dg_partials[32];
   const unsigned lane = dg_lane_id(), warp = dg_warp_id();

@@ -5,7 +5,8 @@
 // map is this file's own 128-byte format (dg_tensor_map_encode) and the copy a twin of the
 // instruction (Note [TMA box copies]).
 //
-// Note [TMA box copies] (PTX ISA 9.7.9.25, cp.async.bulk.tensor, and "Tensor Access Modes" /
+// Note [TMA box copies]
+// (PTX ISA 9.7.9.25, cp.async.bulk.tensor, and "Tensor Access Modes" /
 // "Bounding Box"; the CUDA driver API's cuTensorMapEncodeTiled for the map's rules):
 // - The box at coordinates (x, y) (elements; signed, so a box may start before the tensor) holds
 //   box[0] x box[1] elements; element (i, j) of the box is tensor element (x + i, y + j), zero when

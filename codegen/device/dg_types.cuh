@@ -28,12 +28,14 @@ DG_DEVICE float dg_bits_as_float(dg_u32 u) {
 #endif
 }
 
-// Note [bf16 rounding]: float -> bf16 rounds to nearest, ties to even, as PyTorch does. The
+// Note [bf16 rounding]
+// Float -> bf16 rounds to nearest, ties to even, as PyTorch does. The
 // software form is PyTorch's CPU formula (c10::detail::round_to_nearest_even): add 0x7FFF plus the
 // lowest kept bit, then truncate; overflow carries into the exponent and gives infinity, as RNE
 // must. NaN is tested on the bits (robust to -ffast-math) and becomes the quiet NaN 0x7FC0. On a
 // GPU (sm_80+) the hardware cvt.rn.bf16 rounds identically; its NaN is 0x7FFF, which is what
 // PyTorch's CUDA kernels produce. So results agree bit for bit except for NaN payloads.
+// Note [bf16 rounding].
 DG_DEVICE dg_u16 dg_float_to_bf16_bits_rne(float f) {
   dg_u32 u = dg_float_as_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
@@ -81,7 +83,8 @@ struct alignas(2) dg_f16 {
   dg_u16 bits;
 };
 
-// Note [f16 rounding]: float -> f16 rounds to nearest, ties to even, with overflow to infinity
+// Note [f16 rounding]
+// Float -> f16 rounds to nearest, ties to even, with overflow to infinity
 // and subnormals, as PyTorch (c10::Half) does; NaN stays NaN (quiet). The GPU uses the hardware
 // conversions, which round the same way.
 DG_DEVICE dg_u32 dg_shift_round_even(dg_u32 m, int shift) {
@@ -89,6 +92,7 @@ DG_DEVICE dg_u32 dg_shift_round_even(dg_u32 m, int shift) {
   return (rem > half || (rem == half && (q & 1u))) ? q + 1u : q;
 }
 
+// Note [f16 rounding].
 DG_DEVICE dg_f16 dg_float_to_f16(float f) {
 #if defined(DG_ON_GPU)
   dg_u16 h;

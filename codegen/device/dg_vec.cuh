@@ -5,7 +5,8 @@
 
 #if defined(DG_HAS_DEVICE)
 
-// Note [16-byte operand loads]: the code generator proves the static part of an operand's
+// Note [16-byte operand loads]
+// The code generator proves the static part of an operand's
 // alignment (offsets and strides are multiples of the vector), but a caller's pointer may still
 // sit off a 16-byte boundary (a view with a storage offset). `aligned` is the block-uniform
 // run-time check of the base pointers; when it fails, the same elements are read one by one (and

@@ -5,7 +5,8 @@
 // layouts (Note [wgmma layouts]) and its asynchrony (Note [Deferred wgmma]). The descriptor
 // encoding and the layout functions are plain C++ too, so tests check them without a kernel.
 //
-// Note [wgmma layouts] (PTX ISA 9.7.15.5.1, "Register Fragments and Shared Memory Matrix
+// Note [wgmma layouts]
+// (PTX ISA 9.7.15.5.1, "Register Fragments and Shared Memory Matrix
 // Layouts": the Matrix Descriptor Format, Shared Memory Matrix Layout with its table of swizzle
 // atoms and figures of K-major swizzling, and the fragment figure for accumulator D of
 // .m64nNk16; cross-read with CuTe's GMMA layouts in cute/atom/mma_traits_sm90_gmma.hpp, where
@@ -36,7 +37,8 @@
 //   t = T % 4, holds d[i], i < N / 2, at row 16 w + g + 8 ((i % 4) / 2), column 8 (i / 4) + 2 t +
 //   i % 2: each warp owns 16 rows, laid out as mma.m16n8's C fragment repeated along N.
 //
-// Note [Deferred wgmma]: on a GPU the accumulator registers are undefined from the wgmma's issue
+// Note [Deferred wgmma]
+// On a GPU the accumulator registers are undefined from the wgmma's issue
 // until a wgmma.wait_group retires its group, and the operands may be read from shared memory at
 // any time in between. The emulation makes both visible. At issue it records the operation,
 // saves the accumulators' values and fills the registers with NaN, so code that reads them early

@@ -43,6 +43,7 @@ Json whole(double v) {
   if (std::isfinite(v) && std::fabs(v) < 9e18) return static_cast<int64_t>(std::llround(v));
   return v;
 }
+// The model's figures in JSON (Note [Plan figures in JSON]).
 Json six_digits(double v) { return std::strtod(fmt("%.6g", v).c_str(), nullptr); }
 Json six_digits(const std::optional<double>& v) { return v ? six_digits(*v) : Json(nullptr); }
 

@@ -1,6 +1,7 @@
 // What `dyngen plan` prints: the roofline figures of each kernel (codegen/roofline.h), the
 // achievable estimate beside them (runtime/perf_model.h), and the eager baseline
-// (codegen/eager_baseline.h), as a table or as JSON (the contract of issue 14).
+// (codegen/eager_baseline.h), as a table or as JSON (Note [Plan figures in JSON] in
+// plan_output.cc).
 #pragma once
 #include <optional>
 #include <ostream>

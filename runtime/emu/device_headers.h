@@ -1,5 +1,5 @@
-// Header files embedded into the library at build time (cmake/embed_files.cmake), so that NVRTC and
-// the host emulation find them from any working directory.
+// Header files embedded into the library at build time, so that NVRTC and the host emulation find
+// them from any working directory (cmake/embed_files.cmake; Note [Raw string embedding]).
 #pragma once
 #include <string_view>
 #include <vector>

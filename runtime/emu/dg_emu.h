@@ -31,7 +31,8 @@
 #define __grid_constant__  // each emulated thread gets its own copy of every parameter anyway
 // __restrict__ is a GCC and Clang keyword already.
 
-// Note [Shared memory as thread_local]: `__shared__ T x[N];` becomes `static thread_local T x[N];`.
+// Note [Shared memory as thread_local]
+// `__shared__ T x[N];` becomes `static thread_local T x[N];`.
 // All fibers of a block run on one OS thread and an OS thread runs one block at a time, so a
 // thread_local static is exactly one copy per block in flight: shared by the block's threads,
 // private from blocks on other workers. Like CUDA shared memory it is not reset between blocks

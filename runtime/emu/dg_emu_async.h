@@ -9,7 +9,8 @@
 
 namespace dg::emu {
 
-// Note [Deferred cp.async]: cp.async copies are queued per thread with their commit groups; a
+// Note [Deferred cp.async]
+// Cp.async copies are queued per thread with their commit groups; a
 // wait_group (or wait_all, or the thread's exit) retires groups, performing any copy of them that
 // has not landed yet. When a copy lands is DYNGEN_EMU_ASYNC's choice: `wait` (the default) at the
 // retiring wait, so reading shared memory before the matching wait sees stale data, as it may on

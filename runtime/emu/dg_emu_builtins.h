@@ -240,9 +240,9 @@ inline void __stcs(T* p, T v) {
 }
 inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
 
-// --- Float intrinsics. Note [Fast-math intrinsics]: the host computes __expf and friends with
-// the accurate libm function; a GPU's approximations differ by a few ulp, so tests compare with a
-// tolerance wherever a kernel uses them. ------------------------------------------------------
+// --- Float intrinsics. The host computes __expf and friends with the accurate libm function; a
+// GPU's approximations differ by a few ulp, so tests compare with a tolerance wherever a kernel
+// uses them. ------------------------------------------------------
 inline float __expf(float x) { return expf(x); }
 inline float __exp10f(float x) { return exp10f(x); }
 inline float __logf(float x) { return logf(x); }

@@ -17,7 +17,8 @@ namespace dg::emu {
 
 enum class ThreadState : uint8_t { kReady, kBlockBarrier, kWarpCollective, kExited, kFailed };
 
-// Note [Warp collectives]: a shuffle, vote, __syncwarp, ldmatrix or mma is one "collective": each
+// Note [Warp collectives]
+// A shuffle, vote, __syncwarp, ldmatrix or mma is one "collective": each
 // participating lane writes its inputs to its LaneSlot and parks; the last lane to arrive runs the
 // collective's WarpOp once over all slots, which writes every lane's `out`, and readies the others.
 // Computing all results at once means no slot is read after its owner has moved on, so no second
@@ -154,7 +155,8 @@ struct Block {
   uint32_t race_epoch_base = 0;       // barrier intervals of the worker's earlier blocks
 };
 
-// Note [Engine thread-locals]: the block and thread being emulated on this OS thread (threadIdx
+// Note [Engine thread-locals]
+// The block and thread being emulated on this OS thread (threadIdx
 // and friends read these). They sit in one initialized thread_local, so they are in the module's
 // .tdata and never in .tbss, which holds only static __shared__ variables and is poisoned per
 // block (Note [Poisoned shared memory]).

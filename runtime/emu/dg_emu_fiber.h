@@ -22,7 +22,8 @@ namespace dg::emu {
 
 using FiberEntry = void (*)(void* arg);
 
-// Note [Fiber switch]: swapcontext saves and restores the signal mask, a system call per switch,
+// Note [Fiber switch]
+// Swapcontext saves and restores the signal mask, a system call per switch,
 // which would dominate an emulated __syncthreads. On x86-64 a switch is instead a naked function
 // that pushes the six callee-saved registers, stores the stack pointer, loads the other fiber's
 // and pops the same set. (MXCSR and the x87 control word are callee-saved too, but CUDA code has
@@ -37,6 +38,7 @@ struct FiberContext {
   void* sp = nullptr;
 };
 
+// The switch itself (Note [Fiber switch]).
 [[maybe_unused]] __attribute__((naked, noinline)) static void dg_emu_switch_impl(void** /*save*/,
                                                                                  void* /*next*/) {
   asm("pushq %rbp\n\t"
@@ -175,7 +177,8 @@ class StackPool {
   std::vector<FiberStack> free_;
 };
 
-// Note [Stack pool]: a worker takes stacks from the pool when a launch starts using it and gives
+// Note [Stack pool]
+// A worker takes stacks from the pool when a launch starts using it and gives
 // them back when the launch ends. Within a block a fiber gets a stack only when it first runs and
 // returns it when it exits; a kernel without barriers therefore cycles through one or two warm
 // stacks however large the block is, and its launches map nothing. The pool keeps at most kKeep

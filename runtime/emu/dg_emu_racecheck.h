@@ -9,7 +9,8 @@
 
 namespace dg::emu {
 
-// Note [Race detector]: in the spirit of compute-sanitizer's racecheck. Every byte of shared
+// Note [Race detector]
+// In the spirit of compute-sanitizer's racecheck. Every byte of shared
 // memory (dynamic and static) has a shadow holding its last write and up to two readers of the
 // latest barrier interval, each as (thread, interval, the warp's __syncwarp count). Two accesses
 // conflict when they are by different threads in the same interval (no __syncthreads between)

@@ -51,7 +51,8 @@ inline void prepare_block(Block& b, const DgEmuLaunch& cfg) {
   }
 }
 
-// Note [Strict barriers]: every thread of a block must reach each __syncthreads(). PTX lets an
+// Note [Strict barriers]
+// Every thread of a block must reach each __syncthreads(). PTX lets an
 // exited thread release a barrier, but CUDA C++ calls a barrier in divergent code undefined, so
 // the emulation counts all threads of the block: a barrier that exited threads will never reach
 // leaves the others parked, the ready queue runs dry, and the launch fails with a deadlock message
@@ -97,14 +98,16 @@ inline void on_thread_exit(Block& b, Thread& t) {
   }
 }
 
-// Note [Block scheduler]: a block runs start to finish on one worker. The worker's own context is
+// Note [Block scheduler]
+// A block runs start to finish on one worker. The worker's own context is
 // the scheduler: it pops a ready thread, switches to its fiber, and gets control back when the
 // thread parks (barrier or warp collective), exits or fails. Whoever completes a barrier readies
 // the parked threads; when nothing is ready the block is either done or deadlocked. Every handoff
 // goes through the scheduler, so an exiting fiber never has its stack reused under it. A thread
 // that never parks costs one fiber start and two switches (tens of nanoseconds).
 //
-// Note [Adversarial emulation]: a GPU runs warps in an order nothing promises, and cp.async
+// Note [Adversarial emulation]
+// A GPU runs warps in an order nothing promises, and cp.async
 // copies land whenever they like before their wait, so a kernel that is right only in one order
 // is wrong. The emulation can look for such kernels:
 // - DYNGEN_EMU_SCHED=random: the scheduler takes a ready thread at random instead of the oldest,
@@ -122,6 +125,7 @@ inline void on_thread_exit(Block& b, Thread& t) {
 // The defaults (fifo, wait) are the fastest; CI runs the GEMM, catalog and seed tests under random
 // modes with fixed seeds (tests/emu/CMakeLists.txt).
 // Runs every thread of the block in b.block_idx to completion. False (with b.error) on failure.
+// One block on this worker, to its end (Note [Block scheduler]).
 inline bool run_block(Block& b) {
   const uint64_t linear_block =
       b.block_idx.x +

@@ -10,7 +10,8 @@
 
 namespace dg::emu {
 
-// Note [Poisoned shared memory]: on a GPU shared memory starts each block with whatever the last
+// Note [Poisoned shared memory]
+// On a GPU shared memory starts each block with whatever the last
 // block left, so a kernel that reads a byte before writing it is wrong however it looks on the
 // host. The emulation fills every block's shared memory, dynamic and static, with 0xff bytes
 // first: a NaN as bf16, f16 or f32, and -1 as an integer, so such reads show as NaN or garbage in

@@ -21,20 +21,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Note [Host compile flags]: -std=c++17 is what generated sources are written against;
+// Note [Host compile flags]
+// -std=c++17 is what generated sources are written against;
 // -fno-strict-aliasing because CUDA code reinterprets freely (float4 loads of float arrays, bf16
 // pairs read as u32), which is fine under NVCC and undefined under GCC's aliasing rules;
 // -fvisibility=hidden keeps the .so's dynamic symbols to the DG_EMU_ENTRY functions and lets TLS
 // use the cheaper local-dynamic model; -pthread for the engine's worker threads.
-const char* const kBaseFlags[] = {"-x",
-                                  "c++",
-                                  "-std=c++17",
-                                  "-O2",
-                                  "-fPIC",
-                                  "-shared",
-                                  "-pthread",
-                                  "-fno-strict-aliasing",
-                                  "-fvisibility=hidden",
+const char* const kBaseFlags[] = {"-x", "c++",
+                                  // Note [Host compile flags] says why each flag is here.
+                                  "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread",
+                                  "-fno-strict-aliasing", "-fvisibility=hidden",
                                   "-DDG_HOST_EMULATION"};
 
 std::string resolve_cxx(const EmuCompileOptions& options) {
@@ -75,7 +71,8 @@ fs::path make_temp_dir() {
   return pattern;
 }
 
-// Note [Loading from memory]: the .so bytes are loaded through an anonymous memfd
+// Note [Loading from memory]
+// The .so bytes are loaded through an anonymous memfd
 // (/proc/self/fd/N), so nothing is left on disk and a noexec /tmp does not matter; a temporary
 // file is the fallback. The memfd (or file) lives as long as the module: glibc's dlopen returns
 // the already-loaded library when a path string matches, so a closed and reused fd number (or a

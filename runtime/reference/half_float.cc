@@ -20,6 +20,7 @@ float bf16_bits_to_float(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
+// The device layer's rule (Note [bf16 rounding] in codegen/device/dg_types.cuh).
 uint16_t float_to_bf16_bits(float value) {
   uint32_t x = std::bit_cast<uint32_t>(value);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);  // NaN
@@ -39,6 +40,7 @@ float f16_bits_to_float(uint16_t bits) {
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
+// The device layer's rule (Note [f16 rounding] in codegen/device/dg_types.cuh).
 uint16_t float_to_f16_bits(float value) {
   uint32_t x = std::bit_cast<uint32_t>(value);
   uint32_t sign = (x >> 16) & 0x8000u;

@@ -229,7 +229,7 @@ def test_failing_backend_is_reported_and_others_still_run(tmp_path, monkeypatch,
 @pytest.mark.slow
 @pytest.mark.parametrize("name", models.MODEL_NAMES)
 def test_changing_sequence_lengths_compile_nothing_after_warm_up(name):
-    """Issue 10's scenario: the length changes every step (--seq-lengths, no model shims). Under
+    """The seed's scenario: the length changes every step (--seq-lengths, no model shims). Under
     dyngen (strict when the suite is) nothing falls back, nothing runs as an ATen op, nothing
     compiles after warm-up, and the losses follow eager's (bf16, the same seed and draws). Five
     warm-up steps: with one layer, Dynamo itself meets new frames (resume functions after graph

@@ -2,7 +2,7 @@
 (torchrun --nproc_per_node 2, so WORLD_SIZE > 1 and the script shards the model with its FSDP2
 `setup_fsdp2`), on CPU with gloo (offline.distributed_cpu_redirects), eager beside dyngen: the
 script runs to its end on both ranks, dyngen compiles nothing after the first step and records no
-fallback, and its losses follow eager's (issue 17)."""
+fallback, and its losses follow eager's."""
 
 import json
 import os

@@ -20,7 +20,7 @@ struct CaseBuilder {
 };
 
 // The ops added for ThunderFX coverage, and float16 through every category.
-void add_issue10_cases(CaseBuilder& c) {
+void add_thunder_coverage_cases(CaseBuilder& c) {
   const SymExpr k24(24);
   for (OpKind op : {OpKind::kSin, OpKind::kCos, OpKind::kErf, OpKind::kSinc, OpKind::kGeluTanh}) {
     c.add(std::string(op_name(op)), op, [&](GraphBuilder& b, SymExpr n) {
@@ -258,7 +258,7 @@ std::vector<OpCase> all_op_cases() {
     ValueId sf = b.op(OpKind::kCast, {src}, {{"dtype", DType::kF32}});
     b.output(b.op(OpKind::kIndexAdd, {xf, idx, sf}, {{"dim", int64_t{0}}}));
   });
-  add_issue10_cases(c);
+  add_thunder_coverage_cases(c);
   return cases;
 }
 

@@ -1,7 +1,8 @@
-// `dyngen plan`'s performance model through the CLI: the JSON contract of issue 14 parses and its
-// fields agree with each other (waves from CTAs and occupancy, estimate >= roofline, totals and
-// ratio), a launch with fewer CTAs than SMs is charged for the idle SMs, the eager baseline counts
-// the unfused graph's ATen calls, a missing SASS is reported rather than guessed, and bad
+// `dyngen plan`'s performance model through the CLI: the JSON contract (Note [Plan figures in
+// JSON]) parses and its fields agree with each other (waves from CTAs and occupancy, estimate >=
+// roofline, totals and ratio), a launch with fewer CTAs than SMs is charged for the idle SMs, the
+// eager baseline counts the unfused graph's ATen calls, a missing SASS is reported rather than
+// guessed, and bad
 // --baseline / --gpu / --arch values exit 2. No wall-clock time is asserted.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -142,7 +143,7 @@ TEST(PlanModel, RankProductsFillTheH200At512Tokens) {
   }
 }
 
-// Issues 14 and 15's bars for the model's estimate against eager on an H200, forward plus
+// The bars for the model's estimate against eager on an H200, forward plus
 // backward: the seed's OLMoE-shaped expert at most 0.5 at 512 tokens and 0.6 at 4096,
 // Phi-3.5-MoE's at most 1.0 at 64 tokens and 0.8 at 512 and 4096. They hold because the main loop
 // is lean (Note [Lean main loop]), the forward's GEMMs run wgmma fed by TMA where their tiles fill

@@ -186,6 +186,7 @@ for step in range(STEPS):
         # DBRX's router multiplies its input by uniform jitter noise in training: both models must
         # draw the same numbers, so each forward starts from the same generator state (dyngen lets
         # PyTorch make the draws in the graph's order, Note [Random numbers]).
+        # Note [Same random numbers].
         torch.random.set_rng_state(rng)
         loss = m(input_ids=ids, labels=ids).loss
         loss.backward()

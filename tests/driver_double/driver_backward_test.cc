@@ -82,6 +82,7 @@ TEST(DriverDouble, SeedBackwardRunsThroughTheDriverAndMatchesTheReference) {
 // The GPU path of the backward, bitwise: the seed's kernels (the K-segment GEMM for grad_x, the
 // token-chunked weight gradients) at a small size, for token counts that take one and several
 // M tiles and weight-gradient chunks.
+// The first check of Note [How the backward through the double is checked].
 TEST(DriverDouble, SmallBackwardThroughTheDriverIsBitwiseTheHostEmulation) {
   Graph g = parse(scaled_seed_backward(256, 128, 8));
   HostAndGpu both = compile_host_and_gpu(g);

@@ -297,7 +297,8 @@ TEST(EmuWgmma, MisuseIsAnError) {
             std::string::npos);
 }
 
-// Note [wgmma mutants]: each edit breaks one entry of the twin's layouts; the checks above, run
+// Note [wgmma mutants]
+// Each edit breaks one entry of the twin's layouts; the checks above, run
 // on a module built from the edited header, must see wrong numbers.
 struct TwinMutant {
   const char* name;
@@ -313,6 +314,7 @@ std::string wgmma_header() {
 }
 
 TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
+  // Note [wgmma mutants].
   const TwinMutant mutants[] = {
       {"accumulator rows", "8 * ((i % 4) / 2)", "8 * (i % 2)"},
       {"accumulator columns", "2 * (T % 4) + i % 2", "2 * (T % 4) + (i / 2) % 2"},

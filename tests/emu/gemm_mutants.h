@@ -19,7 +19,8 @@ struct GemmMutant {
   bool unaligned = false;  // run with operands off 16-byte alignment (dg_gemm_unaligned_loop)
 };
 
-// Note [GEMM mutants]: each anchor is a line of dg_gemm_pipeline, dg_gemm_unaligned_loop or
+// Note [GEMM mutants]
+// Each anchor is a line of dg_gemm_pipeline, dg_gemm_unaligned_loop or
 // DgGemmTileCopy::copy, quoted
 // whole, so a rewrite of the template that drops or changes it fails the mutation test loudly
 // (the anchor is missing) instead of leaving a mutant silently identical to the template. When

@@ -1,4 +1,5 @@
-// Note [GPU probes]: every primitive with an emulation twin runs on the device and under the
+// Note [GPU probes]
+// Every primitive with an emulation twin runs on the device and under the
 // emulation on the same inputs, and the two results must agree bit for bit: ldmatrix and
 // mma.sync, bf16 conversion, wgmma (its accumulator layout and swizzled operands) and the TMA box
 // (its edges and its swizzle). Where sums are involved the inputs are small integers, so every

@@ -1,7 +1,7 @@
 """Note [Dynamo restarts]: under dynamic=True a Python float argument becomes a SymFloat, and
 AOTAutograd's tensorify pass asks Dynamo to trace the frame again (TensorifyScalarRestartAnalysis;
 here SDPA's `scale=`). dyngen.thunderfx passes that on to Dynamo instead of recording it as an eager
-fallback of the whole graph (issue 17), and the retraced graph goes to dyngen."""
+fallback of the whole graph, and the retraced graph goes to dyngen."""
 
 import math
 

@@ -58,7 +58,7 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
     run([sys.executable, "-m", "venv", str(venv)])
     py = venv / "bin" / "python"
     purelib = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-    # Note [Install test without downloading torch]
+    # Note [Install test without downloading torch] (top of this file).
     shared = [p for p in sys.path if p.endswith("site-packages")] or site.getsitepackages()
     (Path(purelib.stdout.strip()) / "_shared_env.pth").write_text("\n".join(shared) + "\n")
     env = {

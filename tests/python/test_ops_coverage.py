@@ -1,4 +1,4 @@
-"""The ops added for ThunderFX coverage (issue 10), each through AOTAutograd (forward and, where
+"""The ops added for ThunderFX coverage, each through AOTAutograd (forward and, where
 differentiable, backward ATen graphs exported and run by dyngen) for several symbolic sizes,
 against eager PyTorch; every case must compile without a fallback, and the last size must not
 compile anything new."""

@@ -3,7 +3,7 @@ LoRA under dyngen.thunderfx, beside the same model trained eagerly the same way 
 sequence lengths changing every step (tests/ddp/fsdp2_lora.py): FSDP2 sharded as upstream's
 benchmark_peft.py shards it, and DistributedDataParallel. No compile after warm-up and no fallback
 on either rank, losses within 1e-3 of eager at every step, LoRA gradients after the first
-backward within bf16 tolerance per tensor (issue 17: 140% off before Note [Outputs that are
+backward within bf16 tolerance per tensor (140% off before Note [Outputs that are
 views])."""
 
 import pytest

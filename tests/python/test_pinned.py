@@ -1,6 +1,6 @@
 """Note [Pinned symbols]: under dynamic=True every input dim is a symbol, and graphs that need
 Dynamo's guards to type (a head count times a head size equal to a weight's 64; a slice hidden[:,
--k:] kept inside the tensor by a guard) fell back to ATen in part (issue 17). They now compile
+-k:] kept inside the tensor by a guard) fell back to ATen in part. They now compile
 whole: the guards' equalities replace symbols, and what still blocks the export is pinned to the
 call's value, checked on every call."""
 
@@ -27,7 +27,7 @@ def test_replacements_solve_each_equality_for_its_last_symbol():
 
 
 class HeadsThenKeep(torch.nn.Module):
-    """The two OLMoE graphs of issue 17: attention heads merged into a Linear's 64 features
+    """The two OLMoE graphs that fell back: attention heads merged into a Linear's 64 features
     (h*d = 64 only by a guard), then the last `keep` positions (keep = 0: all of them)."""
 
     def __init__(self):

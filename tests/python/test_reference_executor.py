@@ -106,8 +106,9 @@ def test_reference_executor_seed_forward_backward_every_size_one_compile(ref_onl
         "float16",
     ],
 )
-def test_reference_executor_issue10_ops_match_eager(ref_only, case):
-    """ops-oneir's ops (issue 10) through AOTAutograd, forward and backward, against eager."""
+def test_reference_executor_thunder_coverage_ops_match_eager(ref_only, case):
+    """The ops added for ThunderFX coverage through AOTAutograd, forward and backward, against
+    eager."""
     case()
     assert ref_only, "nothing ran on the reference executor"
 

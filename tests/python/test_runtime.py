@@ -78,7 +78,8 @@ def test_ctypes_binding_matches_dyngen_h():
     stats = re.search(r"typedef struct dg_stats \{(.*?)\} dg_stats;", header, re.S).group(1)
     assert re.findall(r"int64_t (\w+);", stats) == [f for f, _ in _capi.DgStats._fields_]
     assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 * 4
-    assert _capi._DG_TENSOR.size == ctypes.sizeof(_capi.DgTensor)  # Note [Packing dg_tensor ...]
+    # The layout Note [Packing dg_tensor arguments] packs.
+    assert _capi._DG_TENSOR.size == ctypes.sizeof(_capi.DgTensor)
     t = _capi._to_dg(torch.zeros(3, 5, dtype=torch.bfloat16))
     assert (t.rank, t.dtype, list(t.shape)) == (2, 1, [3, 5, 0, 0, 0, 0, 0, 0])
     s = _capi._to_dg(7)

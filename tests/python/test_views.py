@@ -1,7 +1,7 @@
 """Note [Outputs that are views]: a graph output that is a view of an input (the attention's
 `value_states = v.view(1, s, heads, d).transpose(1, 2)` when FSDP2's graph breaks leave it alone in
 a graph with the rotary embedding) comes back as a true view, so AOTAutograd's alias regeneration
-reads the right elements; before, it came back 140% off with no warning (issue 17)."""
+reads the right elements; before, it came back 140% off with no warning."""
 
 import torch
 

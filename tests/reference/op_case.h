@@ -32,7 +32,7 @@ inline Graph one_op(OpKind op, const std::vector<std::pair<DType, Dims>>& ins, A
 
 // Linear, matmul, reductions, layout and index ops (ops_cases.cc).
 void add_structural_cases(std::vector<OpCase>& cases);
-// cumsum, index_copy, gather, scatter, sym_constant and sinc at 0 (ops_cases_issue10.cc).
-void add_issue10_cases(std::vector<OpCase>& cases);
+// cumsum, index_copy, gather, scatter, sym_constant and sinc at 0 (ops_cases_thunder_coverage.cc).
+void add_thunder_coverage_cases(std::vector<OpCase>& cases);
 
 }  // namespace dg::testing

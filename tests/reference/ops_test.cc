@@ -238,7 +238,7 @@ std::vector<OpCase> all_cases() {
   add_compare_cases(cases);
   add_create_cast_cases(cases);
   add_structural_cases(cases);
-  add_issue10_cases(cases);
+  add_thunder_coverage_cases(cases);
   return cases;
 }
 

@@ -2,7 +2,7 @@
 // codegen/device/dg_gemm.cuh): for every kernel with tensor-core MMAs in the expert graphs at the
 // models' sizes (the seed's OLMoE shapes and Phi-3.5-MoE's, forward and backward), compiled for
 // sm_80 and sm_90a, the main MMA loop (Note [Loops in SASS] in runtime/sass_stats.h) holds no
-// inner loop and issues at most 2.5 instructions per HMMA on sm_80 (issue 14's target) and 2.75 on
+// inner loop and issues at most 2.5 instructions per HMMA on sm_80 (the target) and 2.75 on
 // sm_90a, and ptxas spills nothing. On sm_90a ptxas schedules the same source a few instructions
 // longer in some kernels (82 for 32 HMMA in the backward's transposed-B GEMM, where sm_80 takes
 // 79). The sm_90a wgmma kernels (Note [sm_90a GEMMs]) are held to the same figure per HMMA's worth

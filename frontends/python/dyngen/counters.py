@@ -47,7 +47,7 @@ class _Counters:
     prebuild_cached: int = 0  # ... found already in the cache
     prebuild_failed: int = 0
     fallbacks: list = field(default_factory=list)
-    # Note [Where graphs and ops ran]
+    # Counted per place (Note [Where graphs and ops ran]).
     graphs_where: dict = field(default_factory=lambda: dict.fromkeys(GRAPH_PLACES, 0))
     ops_where: dict = field(default_factory=lambda: dict.fromkeys(OP_PLACES, 0))
 

@@ -14,10 +14,11 @@ torch.compile backend (eager, aot_eager), for comparison.
 
 Copies are plain tensors, so the check answers "is this function right", not "is it right with
 the caller's tensors": a function that went wrong only because FSDP2 frees and refills its
-unsharded parameters' storage between forward and backward would pass here. None did in issue 17
-(Thunder's graphs gave the same gradients with reshard_after_forward=False); what the check found
-there was dyngen's view outputs (Note [Outputs that are views]) and Thunder's bf16 rounding, an
-ulp apart from eager's in silu's backward and SDPA (0.3-0.6%, under the bf16 tolerance).
+unsharded parameters' storage between forward and backward would pass here. None did when
+FSDP2 was first tested (Thunder's graphs gave the same gradients with reshard_after_forward=False);
+what the check found there was dyngen's view outputs (Note [Outputs that are views]) and Thunder's
+bf16 rounding, an ulp apart from eager's in silu's backward and SDPA (0.3-0.6%, under the bf16
+tolerance).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ Two exceptions out of compile_dynamic are not failures and must reach their call
 Python float becomes a SymFloat; AOTAutograd's tensorify pass then raises
 TensorifyScalarRestartAnalysis so that Dynamo traces the frame again with the float specialized or
 made a tensor, and hands the backend the new graph. Caught here as an error, it turned a graph
-that compiles into an eager fallback (issue 17).
+that compiles into an eager fallback.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ symbolic sizes it does that by `base.as_strided(out.size(), out.stride(), out.st
 with the compiled output's strides and offset. A contiguous output then reads the base in the wrong
 order: OLMoE's attention under FSDP2 returns `value_states = v.view(1, s, heads, d).transpose(1,
 2)` straight from an input (FSDP2's graph breaks put v_proj in a graph of its own), and it came back
-as a transposed copy read as if it were the view, 140% off, silently (issue 17). So each output
+as a transposed copy read as if it were the view, 140% off, silently. So each output
 whose ATen node is a chain of view ops (OpOverload.is_view, and getitem of a split) from a
 placeholder or from another output is recomputed here by that same chain, run by PyTorch on the
 real base: a true view with eager's strides and offset, which costs no kernel. Outputs whose chain

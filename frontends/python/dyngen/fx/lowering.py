@@ -69,9 +69,11 @@ class _Ctx:
         return self.op("constant", [], {"dtype": dtype, "value": v})
 
     def sym_scalar(self, e: SymExpr, dtype: DType) -> Ref:
-        """Note [Symbolic scalars as tensors]: a SymInt operand (mean's backward divides by a
-        symbolic count; x * s0) is `sym_constant`, a rank-0 tensor holding the expression's value
-        at call time; as an i64 it promotes like the Python int it stands for."""
+        """Note [Symbolic scalars as tensors]
+
+        A SymInt operand (mean's backward divides by a symbolic count; x * s0) is `sym_constant`,
+        a rank-0 tensor holding the expression's value at call time; as an i64 it promotes like the
+        Python int it stands for."""
         return self.cast(
             self.op("sym_constant", [], {"dtype": DType.I64, "value": SymList([e])}), dtype
         )

@@ -4,7 +4,7 @@
 
 namespace dg::testing {
 
-void add_issue10_cases(std::vector<OpCase>& cases) {
+void add_thunder_coverage_cases(std::vector<OpCase>& cases) {
   cases.push_back(
       {OpKind::kCumsum, "rows_and_cols", [] {
          Graph g = one_op(OpKind::kCumsum, {{DType::kF32, {2, 3}}}, {{"dim", int64_t{1}}});
