@@ -9,6 +9,8 @@ endif()
 set_target_properties(dyngen_capi dyngen PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
 install(TARGETS dyngen_capi LIBRARY DESTINATION dyngen COMPONENT python)
 install(TARGETS dyngen RUNTIME DESTINATION dyngen/bin COMPONENT python)
-install(FILES ${PROJECT_SOURCE_DIR}/runtime/dyngen.h DESTINATION dyngen/include COMPONENT python)
+# dyngen.h includes the counters' list (dyngen_stats.def), which ships beside it.
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/dyngen.h ${PROJECT_SOURCE_DIR}/runtime/dyngen_stats.def
+        DESTINATION dyngen/include COMPONENT python)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/codegen/device/ DESTINATION dyngen/include/device
         COMPONENT python FILES_MATCHING PATTERN "*.cuh")

@@ -459,4 +459,12 @@ void emit_group(LoweringContext& ctx, const std::vector<int>& members) {
   emit_pointwise_group(ctx, members, set);
 }
 
+// An unfused linear / matmul node is a GEMM group of one, so it runs on tensor cores when its
+// operands allow (Note [Tensor-core GEMM]) and on the scalar tile otherwise (Note [Simple GEMM]
+// in emit_scalar_gemm.cc).
+void emit_matmul_node(LoweringContext& ctx, const Node& node) {
+  const Graph& g = ctx.graph();
+  emit_group(ctx, {static_cast<int>(&node - g.nodes.data())});
+}
+
 }  // namespace dg

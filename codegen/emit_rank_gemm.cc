@@ -4,7 +4,8 @@
 #include <stdexcept>
 
 #include "codegen/c_expr.h"
-#include "codegen/gemm.h"
+#include "codegen/gemm_snippets.h"
+#include "codegen/rank_gemm.h"
 
 namespace dg {
 

@@ -31,7 +31,10 @@
 #include <algorithm>
 
 #include "codegen/c_expr.h"
-#include "codegen/gemm.h"
+#include "codegen/gemm_snippets.h"
+#include "codegen/mma_sync_gemm.h"
+#include "codegen/tc_layout.h"
+#include "codegen/wgmma_gemm.h"
 
 namespace dg {
 

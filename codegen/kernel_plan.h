@@ -26,8 +26,8 @@ struct BufferRef {
 // at every launch. When one is off, the call takes a slow path: a tensor-core GEMM's kernel
 // (KernelLaunch::aligned_only) hands the call to the GEMM's fallback kernel (Note [GEMM
 // fallbacks]), other kernels run their own loop of element loads (Note [Lean main loop] in
-// codegen/device/dg_gemm.cuh): the same results, slower. That must not be silent: the executable
-// counts each such launch (dg_stats.unaligned_launches) and logs the first one of each
+// codegen/device/dg_gemm_sm80.cuh): the same results, slower. That must not be silent: the
+// executable counts each such launch (dg_stats.unaligned_launches) and logs the first one of each
 // executable.
 struct CheckedOperand {
   int param;             // position in KernelLaunch::buffers

@@ -51,6 +51,10 @@ Graph canonicalize_symbols(const Graph& g) {
   return out;
 }
 
-std::string graph_hash(const Graph& g) { return sha256_hex(print_graph(canonicalize_symbols(g))); }
+std::string hash_canonical_graph(const Graph& canonical) {
+  return sha256_hex(print_graph(canonical));
+}
+
+std::string graph_hash(const Graph& g) { return hash_canonical_graph(canonicalize_symbols(g)); }
 
 }  // namespace dg

@@ -13,6 +13,9 @@ namespace dg {
 // Dynamo symbols are named s77, s12, ...) therefore share one hash and one compile; any change to
 // an op, a dtype, a static dim, a symbol's facts or an attribute changes the text and the hash.
 Graph canonicalize_symbols(const Graph& g);
-std::string graph_hash(const Graph& g);
+std::string graph_hash(const Graph& g);  // hash_canonical_graph(canonicalize_symbols(g))
+// The hash of a graph canonicalize_symbols already returned, for a caller that keeps the
+// canonical form (the compile path compiles it): the same value as graph_hash of the original.
+std::string hash_canonical_graph(const Graph& canonical);
 
 }  // namespace dg

@@ -1,4 +1,5 @@
 // The C API of runtime/dyngen.h over the C++ runtime. No exception crosses this boundary.
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -10,6 +11,8 @@
 #include "runtime/compiler.h"
 #include "runtime/dyngen.h"
 #include "runtime/executable_json.h"
+#include "runtime/runtime_stats.h"
+#include "runtime/version.h"
 struct dg_executable {
   std::shared_ptr<dg::Executable> exe;
   std::string key;
@@ -159,7 +162,7 @@ int dg_launch(const dg_executable* e, const dg_tensor* inputs, int num_inputs,
       return fail(DG_ERR_INVALID_INPUT, "null argument");
     dg::Status s = e->exe->launch(inputs, num_inputs, outputs, num_outputs, workspace, stream);
     if (!s.ok()) return fail(DG_ERR_LAUNCH, s.message());
-    dg::count_launch();
+    dg::count_stat(dg::Stat::launches);
     return DG_OK;
   });
 }
@@ -178,9 +181,25 @@ int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_i
 void dg_get_stats(dg_stats* out) {
   if (!out) return;
   dg::RuntimeStats s = dg::runtime_stats();
-  *out = dg_stats{s.graphs_compiled, s.nvrtc_compiles,     s.cache_hits_memory,
-                  s.cache_hits_disk, s.cache_misses,       s.cache_corrupt,
-                  s.launches,        s.unaligned_launches, s.tma_fallback_launches};
+#define DG_STAT(name, doc) out->name = s.name;
+#include "runtime/dyngen_stats.def"
+#undef DG_STAT
+}
+
+int dg_stats_count(void) { return dg::kStatCount; }
+
+const char* dg_stats_name(int i) {
+  return i >= 0 && i < dg::kStatCount ? dg::stat_infos()[i].name : nullptr;
+}
+
+const char* dg_stats_doc(int i) {
+  return i >= 0 && i < dg::kStatCount ? dg::stat_infos()[i].doc : nullptr;
+}
+
+void dg_stats_values(int64_t* out, int n) {
+  if (!out) return;
+  const std::array<int64_t, dg::kStatCount> values = dg::stat_values();
+  for (int i = 0; i < n && i < dg::kStatCount; ++i) out[i] = values[i];
 }
 
 void dg_reset_stats(void) { dg::reset_runtime_stats(); }

@@ -5,10 +5,11 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "runtime/cache_key.h"
+#include "runtime/binary_key.h"
 #include "runtime/executable.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
+#include "runtime/runtime_stats.h"  // the counters compile_graph keeps, for its callers
 
 namespace dg {
 
@@ -39,35 +40,13 @@ struct CompileOutcome {
   bool ok() const { return status == 0; }
 };
 
+// The compile path for `g` (its steps, in order, are the body of compile_graph in compiler.cc); a
+// repeat of a request in this process returns the same executable.
 CompileOutcome compile_graph(const Graph& g, const CompileRequest& request);
 
 // "" when every name is a pipeline pass or a codegen switch; else a message naming the first that
 // is neither, with the known names. compile_graph refuses a request that fails it, so a misspelt
 // --disable-pass or DYNGEN_DISABLE_PASSES is an error, not a build that silently ignores it.
 std::string unknown_disabled_pass(const std::set<std::string>& names);
-
-// Process-wide counters behind dg_get_stats.
-struct RuntimeStats {
-  int64_t graphs_compiled = 0, nvrtc_compiles = 0, cache_hits_memory = 0, cache_hits_disk = 0,
-          cache_misses = 0, cache_corrupt = 0, launches = 0, unaligned_launches = 0,
-          tma_fallback_launches = 0;
-};
-RuntimeStats runtime_stats();
-void reset_runtime_stats();
-void count_launch();
-// A kernel launch that takes the slow path for an unaligned operand (Note [Unaligned operands]).
-void count_unaligned_launch();
-// A GEMM whose tensor maps did not encode, so its mma.sync kernels ran (Note [Tensor maps]).
-void count_tma_fallback();
-
-// The dyngen version that enters every cache key.
-const char* dyngen_version();
-
-// The NVRTC options of every device compile for `arch` (they enter the key).
-CompileOptions device_compile_options(const std::string& arch);
-
-// The key parts (Note [Kernel cache key]) the compile path uses for CUDA `source` on `arch`;
-// an error for an arch NVRTC's options cannot name.
-Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::string& arch);
 
 }  // namespace dg

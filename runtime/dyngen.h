@@ -58,20 +58,13 @@ typedef struct dg_compile_options {
                                   under the emulation */
 } dg_compile_options;
 
+/* The runtime's counters since the process started (or dg_reset_stats): one int64_t per line of
+ * dyngen_stats.def (shipped beside this header), in its order; the meanings are there, and
+ * dg_stats_doc gives them too. */
 typedef struct dg_stats {
-  int64_t graphs_compiled; /* dg_compile calls that produced an executable */
-  int64_t nvrtc_compiles;  /* NVRTC (or host compiler) invocations */
-  int64_t cache_hits_memory;
-  int64_t cache_hits_disk;
-  int64_t cache_misses;
-  int64_t cache_corrupt; /* corrupt entries found and replaced */
-  int64_t launches;
-  int64_t unaligned_launches;    /* launches with an operand off a 16-byte boundary or an output
-                                    off a pair's boundary (a view with a storage offset): the
-                                    kernel's element-load loop or its GEMM's fallback kernel ran
-                                    instead; the first is logged */
-  int64_t tma_fallback_launches; /* GEMM calls that ran their fallback kernel: a tensor map
-                                    was refused (an operand off 16 bytes); the first is logged */
+#define DG_STAT(name, doc) int64_t name;
+#include "dyngen_stats.def"
+#undef DG_STAT
 } dg_stats;
 
 const char* dg_version(void);
@@ -112,6 +105,13 @@ int dg_launch_dry_run(const dg_executable* e, const dg_tensor* inputs, int num_i
 
 void dg_get_stats(dg_stats* out);
 void dg_reset_stats(void);
+/* The counters described, so that a binding need not list them: how many there are, and the name
+ * (a dg_stats field) and one-line meaning of the i-th, in dg_stats's order (NULL out of range).
+ * dg_stats_values writes the first n values (n at most the count) into out. */
+int dg_stats_count(void);
+const char* dg_stats_name(int i);
+const char* dg_stats_doc(int i);
+void dg_stats_values(int64_t* out, int n);
 
 /* ---- Building graphs (One IR) ----------------------------------------------------------------
  * A frontend builds a graph through these calls instead of writing graph.fb or text itself: the

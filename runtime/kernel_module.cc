@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "runtime/cuda_driver.h"
 #include "runtime/emu/emu_module.h"
 

@@ -1,6 +1,9 @@
 // What ptxas reports for each kernel it assembles (NVRTC option -Xptxas=-v): registers, stack
 // frame, spill stores and loads, static shared memory, barriers. The compile path always asks for
 // the report and keeps it beside the binary (Note [ptxas report]).
+// It lives in runtime/, not runtime/model: the compile path (dg_runtime_core) parses it and packs
+// it into the cache entry, and the compile path must not depend on the performance model; the
+// model (runtime/model/perf_model.h) only reads the records.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 
 For the seed's graph (the PEFT-LoRA OLMoE expert MLP forward at its real size, exported by the
 frontend: tests/python/golden/seed_expert_mlp.ir) and a few token counts, medians per call of:
-  (a) python   the frontend's whole call path, `CapiExecutable.run(inputs, dry_run=True)`:
+  (a) python   the frontend's whole call path, `CapiGraphRunner.run(inputs, dry_run=True)`:
                argument packing, dg_prepare, output and workspace allocation with torch, and
                dg_launch_dry_run (binds the symbols, runs the shape program, packs every kernel's
                arguments; everything dg_launch does except launching)

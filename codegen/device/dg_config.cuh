@@ -2,6 +2,10 @@
 // ways: as CUDA under NVRTC (DG_ON_GPU), as host C++ with the emulation prelude
 // (DG_HOST_EMULATION, see runtime/emu/dg_emu.h), and as plain host C++, where only the scalar
 // types and conversions of dg_types.cuh are available (the runtime and tests use those).
+// Headers are named by architecture as in CuTe (dg_mma_sm80.cuh: mma.sync and ldmatrix, sm_80
+// and later); a header with an instruction's PTX has its host twin, the emulation's
+// implementation of that instruction, beside it (dg_mma_sm80_emu.h), included under
+// DG_HOST_EMULATION only.
 // No host headers are included on the GPU path: NVRTC has none.
 #pragma once
 
@@ -13,8 +17,10 @@
 #error "DG_HOST_EMULATION is for host compilers, not for NVRTC or nvcc"
 #endif
 
-#if defined(DG_HOST_EMULATION)
-#include "dg_emu.h"  // normally force-included already; the include guard makes this free
+// The emulation's compile force-includes its prelude (runtime/emu/dg_emu.h: CUDA's keywords and
+// the engine the host twins, dg_*_emu.h, run on); the device layer never includes it.
+#if defined(DG_HOST_EMULATION) && !defined(DG_EMU_ENTRY)
+#error "DG_HOST_EMULATION needs the emulation prelude force-included (-include dg_emu.h)"
 #endif
 
 #if defined(DG_ON_GPU) || defined(DG_HOST_EMULATION)

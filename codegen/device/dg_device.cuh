@@ -6,8 +6,8 @@
 #include "dg_types.cuh"
 
 #if defined(DG_HAS_DEVICE)
-#include "dg_async.cuh"
-#include "dg_gemm.cuh"
-#include "dg_mma.cuh"
+#include "dg_cp_async_sm80.cuh"
+#include "dg_gemm_sm80.cuh"
+#include "dg_mma_sm80.cuh"
 #include "dg_sync.cuh"
 #endif

@@ -6,8 +6,8 @@
 // - A block of kConsumers + 1 warpgroups computes a BM x BN tile of C_j = A B_j^T for NB (1 or
 //   2) B operands sharing A, A [M][K] K-major (activations), K in steps of 64: one 128-byte
 //   swizzle row of bf16, so each stage holds A's BM rows as 128-byte swizzle atoms (Note [TMA
-//   box copies] in dg_tma.cuh), SBO 1024, and a k16 step is 32 bytes further into the rows
-//   (Note [wgmma layouts] in dg_wgmma.cuh).
+//   box copies] in dg_tma_sm90.cuh), SBO 1024, and a k16 step is 32 bytes further into the rows
+//   (Note [wgmma layouts] in dg_wgmma_sm90.cuh).
 // - B_j is K-major ([N][K], a linear layer's weight) and stored like A, or, with kBMnMajor,
 //   N-major ([K][N]: the weight as the backward's dgrad reads it). Then a stage holds BN / 64
 //   boxes of 64 K rows of 64 columns (128 bytes, one swizzle row), 8 KB apart: LBO 8192 steps
@@ -33,11 +33,11 @@
 //   tiles and never learn where a segment ends.
 #pragma once
 #include "dg_config.cuh"
-#include "dg_mbarrier.cuh"
+#include "dg_mbarrier_sm90.cuh"
 #include "dg_store.cuh"
-#include "dg_tma.cuh"
+#include "dg_tma_sm90.cuh"
 #include "dg_types.cuh"
-#include "dg_wgmma.cuh"
+#include "dg_wgmma_sm90.cuh"
 #if defined(DG_HAS_DEVICE)
 #include "dg_sync.cuh"  // dg_dynamic_smem
 #endif
@@ -55,7 +55,7 @@ struct DgWgmmaTile {
   static constexpr int kSmemBytes = kStages * kStage + 2 * kStages * 8;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
   static_assert(BN == 16 || BN == 32 || BN == 64 || BN == 128 || BN == 256,
-                "an N the wgmma instruction set covers (dg_wgmma.cuh)");
+                "an N the wgmma instruction set covers (dg_wgmma_sm90.cuh)");
   static_assert(kStages >= 2, "at least two stages, so loads overlap the MMAs");
   static_assert(NB == 1 || NB == 2, "one B operand, or two sharing A");
   static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0,

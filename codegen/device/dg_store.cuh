@@ -2,11 +2,11 @@
 //
 // Note [Paired stores]
 // A tensor-core accumulator fragment gives every lane two neighbouring columns of a row (mma.sync's
-// c0/c1 and c2/c3, wgmma's d[i]/d[i + 1] for even i: Note [mma fragment layouts] in dg_mma.cuh and
-// Note [wgmma layouts] in dg_wgmma.cuh). Stored one element at a time, a bf16 output takes one
-// 2-byte store per element; stored as a pair, one 4-byte store (an f32 output: one 8-byte store),
-// half the store instructions for the same bytes (a review of the SASS asked for "bf16x2 or wider
-// stores").
+// c0/c1 and c2/c3, wgmma's d[i]/d[i + 1] for even i: Note [mma fragment layouts] in
+// dg_mma_sm80.cuh and Note [wgmma layouts] in dg_wgmma_sm90.cuh). Stored one element at a time, a
+// bf16 output takes one 2-byte store per element; stored as a pair, one 4-byte store (an f32
+// output: one 8-byte store), half the store instructions for the same bytes (a review of the SASS
+// asked for "bf16x2 or wider stores").
 // - The generated epilogue body stays per element: it computes element (row, col), then
 //   (row, col + 1), in the same order and with the same arithmetic as before, so results are
 //   bit-identical. Only its stores go through dg_put<slot>(stores, address, value), one slot per

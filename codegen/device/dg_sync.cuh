@@ -49,7 +49,7 @@ DG_DEVICE float dg_atomic_add(float* address, float value) { return atomicAdd(ad
 
 // Dynamic shared memory (the launch's dynamic_smem_bytes), 1024-byte aligned in the shared
 // window: the 128-byte swizzle of TMA and wgmma works on address bits 4-9, so their tiles start
-// on 1024-byte boundaries (Note [wgmma layouts] in dg_wgmma.cuh); under emulation the window
+// on 1024-byte boundaries (Note [wgmma layouts] in dg_wgmma_sm90.cuh); under emulation the window
 // starts at dynamic shared memory. Use DG_DYNAMIC_SMEM(T) instead of `extern __shared__ T x[];`,
 // which the emulation cannot express (Note [Shared memory as thread_local] in dg_emu.h).
 #if defined(DG_ON_GPU)

@@ -6,11 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "frontends/cli/cache_command.h"
 #include "frontends/cli/commands.h"
 #include "ir/fb_loader.h"
-#ifdef DG_HAVE_CLI_CACHE
-#include "frontends/cli/cache_command.h"
-#endif
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -38,10 +36,8 @@ constexpr Command kCommands[] = {
      "per kernel: CTAs, waves, roofline bound and achievable ESTIMATE", run_plan_command},
     {"run", "FILE --bind SYM=N ...", "run under host emulation and check against the reference",
      run_run_command},
-#ifdef DG_HAVE_CLI_CACHE
     {"cache", "stats|verify|clear|prune [...]", "inspect, bound or clear the kernel cache",
      run_cache_command},
-#endif
 };
 
 void print_help(std::ostream& out) {

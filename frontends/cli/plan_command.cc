@@ -5,18 +5,18 @@
 // kernels' ptxas report and SASS; optionally beside eager PyTorch (Note [Eager baseline]).
 #include <iostream>
 
-#include "codegen/eager_baseline.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/kernel_cost.h"
-#include "codegen/roofline.h"
 #include "frontends/cli/commands.h"
 #include "frontends/cli/compile_flags.h"
 #include "frontends/cli/plan_output.h"
 #include "passes/pipeline.h"
 #include "runtime/cached_binary.h"
 #include "runtime/compiler.h"
-#include "runtime/perf_model.h"
-#include "runtime/sass_tools.h"
+#include "runtime/model/eager_baseline.h"
+#include "runtime/model/perf_model.h"
+#include "runtime/model/roofline.h"
+#include "runtime/model/sass_tools.h"
 
 namespace dg {
 

@@ -1,6 +1,6 @@
-// What `dyngen plan` prints: the roofline figures of each kernel (codegen/roofline.h), the
-// achievable estimate beside them (runtime/perf_model.h), and the eager baseline
-// (codegen/eager_baseline.h), as a table or as JSON (Note [Plan figures in JSON] in
+// What `dyngen plan` prints: the roofline figures of each kernel (runtime/model/roofline.h), the
+// achievable estimate beside them (runtime/model/perf_model.h), and the eager baseline
+// (runtime/model/eager_baseline.h), as a table or as JSON (Note [Plan figures in JSON] in
 // plan_output.cc).
 #pragma once
 #include <optional>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "codegen/eager_baseline.h"
-#include "codegen/roofline.h"
 #include "frontends/cli/compile_flags.h"
-#include "runtime/perf_model.h"
+#include "runtime/model/eager_baseline.h"
+#include "runtime/model/perf_model.h"
+#include "runtime/model/roofline.h"
 
 namespace dg {
 

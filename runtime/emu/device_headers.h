@@ -18,8 +18,10 @@ const std::vector<EmbeddedFile>& device_headers();
 
 namespace emu {
 
-// The host-emulation prelude, runtime/emu/dg_emu*.h (dg_emu.h is force-included when a generated
-// source is compiled for the host). Only EmuModule needs these.
+// What only the host emulation needs: its prelude, runtime/emu/dg_emu*.h (dg_emu.h is
+// force-included when a generated source is compiled for the host), and the host twins of the
+// device layer, codegen/device/dg_*_emu.h (a device header includes its twin under
+// DG_HOST_EMULATION only). Only EmuModule needs these.
 const std::vector<EmbeddedFile>& emu_headers();
 
 }  // namespace emu

@@ -51,7 +51,7 @@ struct LaneSlot {
 };
 
 // One wgmma.mma_async of a warp, issued and not yet retired by a wgmma.wait_group (Note [Deferred
-// wgmma] in codegen/device/dg_wgmma.cuh): the warp's 16 rows of an m64nNk16 product.
+// wgmma] in codegen/device/dg_wgmma_sm90_emu.h): the warp's 16 rows of an m64nNk16 product.
 struct AsyncMma {
   uint64_t desc_a = 0, desc_b = 0;
   int n = 0;                // N of m64nNk16
@@ -143,8 +143,8 @@ struct Block {
   uint64_t rng = 0;                     // the block's random stream (Note [Adversarial emulation])
   uint64_t step = 0;                    // scheduler steps so far
   uint64_t mbarrier_changes = 0;        // mbarrier updates so far (Note [mbarrier semantics])
-  // TMA box copies issued and not landed (Note [TMA box copies] in dg_tma.cuh), and the function
-  // that lands those of one barrier, which waits on it call.
+  // TMA box copies issued and not landed (Note [TMA box copies] in dg_tma_sm90.cuh), and the
+  // function that lands those of one barrier, which waits on it call.
   std::vector<std::shared_ptr<void>> bulk_pending;
   void (*land_bulk)(const void* bar) = nullptr;
   std::vector<std::vector<AsyncLanding>> landings;  // a timer wheel indexed by step

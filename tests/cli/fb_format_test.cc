@@ -14,7 +14,9 @@
 #include "ir/graph_hash.h"
 #include "ir/graph_io.h"
 #include "ir/text_format.h"
-#include "tests/file_bytes.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/source_tree.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
@@ -22,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using dg::testing::read_all;
+using dg::testing::repo_path;
 
 Graph parse_file(const fs::path& p) {
   ParseResult r = parse_graph_text(read_all(p));
@@ -65,7 +68,7 @@ TEST(FbFormat, AllFeaturesRoundTrip) {
 
 TEST(FbFormat, FixturesRoundTrip) {
   std::vector<fs::path> files;
-  for (fs::path dir : {fs::path(DG_CLI_TEST_DIR), fs::path(DG_CLI_TEST_DIR) / ".." / "fixtures"})
+  for (fs::path dir : {repo_path("tests/cli"), repo_path("tests/fixtures")})
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".dgir") files.push_back(e.path());
   EXPECT_GE(files.size(), 3u);
@@ -85,7 +88,7 @@ TEST(FbFormat, FixturesRoundTrip) {
 // graph their committed text form describes. Never regenerate these files; add new ones.
 TEST(FbFormat, CompatV1FilesStillLoad) {
   int seen = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(DG_CLI_TEST_DIR) / "compat")) {
+  for (const auto& entry : fs::directory_iterator(repo_path("tests/cli/compat"))) {
     if (entry.path().extension() != ".fb") continue;
     ++seen;
     fs::path text = entry.path();
@@ -144,8 +147,8 @@ TEST(FbFormat, WriterRejectsUndeclaredSymbol) {
 }
 
 TEST(FbFormat, SaveAndLoadFilesByExtension) {
-  fs::path dir = fs::path(DG_CLI_TEST_BINARY_DIR) / "fb_format_files";
-  fs::create_directories(dir);
+  dg::testing::TempDir tmp;
+  fs::path dir = tmp.path();
   Graph g = all_features_graph();
   for (const char* name : {"g.fb", "g.dgir", "g.txt"}) {
     std::string path = (dir / name).string();

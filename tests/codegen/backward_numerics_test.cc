@@ -9,52 +9,35 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <set>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
 #include "runtime/reference/reference_eval.h"
-#include "tests/codegen/resized_fixture.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
+
+using testing::resized_seed;
 
 Graph seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
   return resized_seed("seed_expert_mlp_backward.dgir", hidden, ffn, rank);
 }
 
-Graph load(const std::string& name) {
-  ParseResult r = parse_graph_text(fixture_text(name));
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
+Graph load(const std::string& name) { return testing::load_fixture(name); }
 
 // One disk cache for every case of this binary, so only the first case of a graph compiles.
-std::string cache_dir() {
-  return (std::filesystem::temp_directory_path() / "dyngen-test-backward-numerics").string();
-}
+std::string cache_dir() { return testing::shared_cache_dir("dyngen-test-backward-numerics"); }
 
+// The reference runs on the unfused graph.
 void check_token_counts(const Graph& g, const std::string& symbol,
                         const std::vector<int64_t>& token_counts) {
-  CompileRequest req;
-  req.target = "host";
-  req.cache_dir = cache_dir();
-  int64_t compiles_before = runtime_stats().nvrtc_compiles;
-  CompileOutcome o = compile_graph(g, req);
-  ASSERT_TRUE(o.ok()) << o.error;
-  for (int64_t s : token_counts) {
-    auto inputs = make_random_inputs(g, {{symbol, s}}, 100 + s);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    // Against the unfused graph.
-    auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
-                                          ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
-  }
-  EXPECT_LE(runtime_stats().nvrtc_compiles - compiles_before, 1) << "one compile for every s";
+  testing::check_every_token_count(g, symbol, token_counts, cache_dir(),
+                                   testing::SweepCompiles::kAtMostOne);
 }
 
 // Note [Tolerance at the tensor's scale]: a cancellation an ulp of the terms off passes at the

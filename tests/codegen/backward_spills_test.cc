@@ -3,7 +3,6 @@
 // (BackwardPlan).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -13,18 +12,12 @@
 #include "passes/pipeline.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/common/fixtures.h"
 
 namespace dg {
 namespace {
 
-Graph load(const std::string& name) {
-  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  ParseResult r = parse_graph_text(ss.str());
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
+Graph load(const std::string& name) { return testing::load_fixture(name); }
 
 // ptxas -v prints, per kernel, "Compiling entry function 'NAME'" and then a line with
 // "N bytes spill stores, M bytes spill loads". Returns "kernel: N/M" for every nonzero one.

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <set>
 
 #include "ir/verifier.h"
@@ -13,16 +11,14 @@
 #include "runtime/host_run.h"
 #include "runtime/reference/reference_eval.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
 
 // ctest runs each case in its own process: they share the test run's cache folder (the binary
 // of a case is compiled once per folder; these tests check numerics, not cache behaviour).
-std::string cache_dir() {
-  if (const char* d = std::getenv("DYNGEN_CACHE_DIR")) return d;
-  return (std::filesystem::temp_directory_path() / "dyngen-codegen-test-cache").string();
-}
+std::string cache_dir() { return testing::run_cache_dir("dyngen-codegen-test-cache"); }
 
 TEST(CodegenCatalog, EveryOpHasACase) {
   std::set<OpKind> covered;

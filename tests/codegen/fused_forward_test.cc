@@ -6,10 +6,7 @@
 // host module is compiled once per run.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "codegen/emit_cuda.h"
 #include "ir/text_format.h"
@@ -18,41 +15,21 @@
 #include "runtime/emu/device_headers.h"
 #include "runtime/host_run.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
 
-std::string read_fixture(const std::string& name) {
-  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::expect_matches_reference_at;
 
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-}
-
-Graph parse(const std::string& text) {
-  ParseResult r = parse_graph_text(text);
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
+Graph parse(const std::string& text) { return testing::parse_or_fail(text); }
 
 // The seed's LoRA expert MLP with hidden size h, FFN size f and rank r; the token count ranges
 // over [0, inf] (the issue asks for 0 and 1 too; Dynamo would specialize them).
 Graph lora_mlp(int h, int f, int r) {
-  std::string text = read_fixture("seed_expert_mlp.dgir");
-  replace_all(text, "sym s77 in [2, inf]", "sym s77 in [0, inf]");
-  replace_all(text, "2048", "@H");
-  replace_all(text, "1024", "@F");
-  replace_all(text, "[16, ", "[@R, ");
-  replace_all(text, ", 16]", ", @R]");
-  replace_all(text, "@H", std::to_string(h));
-  replace_all(text, "@F", std::to_string(f));
-  replace_all(text, "@R", std::to_string(r));
-  return parse(text);
+  return testing::resized_seed("seed_expert_mlp.dgir", h, f, r);
 }
 
 // A DBRX-style expert at a reduced size: SwiGLU without LoRA, weights as slices of the fused
@@ -84,9 +61,7 @@ output %y
 )");
 }
 
-std::string cache_dir() {
-  return (std::filesystem::temp_directory_path() / "dyngen-fused-forward-cache").string();
-}
+std::string cache_dir() { return testing::shared_cache_dir("dyngen-fused-forward-cache"); }
 
 struct ShapeCase {
   std::string name;
@@ -118,7 +93,7 @@ std::vector<ShapeCase> all_cases() {
 // reduction, Note [Rank-r products]), gate/up GEMM with LoRA epilogues and SwiGLU, the rank-r
 // product of down (two kernels likewise), the down GEMM with its LoRA epilogue.
 TEST(FusedForwardPlan, SeedForwardRunsAsAtMostSixKernels) {
-  Graph g = parse(read_fixture("seed_expert_mlp.dgir"));
+  Graph g = testing::load_fixture("seed_expert_mlp.dgir");
   CompileRequest req;
   req.target = "host";
   req.cache_dir = cache_dir();
@@ -151,13 +126,9 @@ TEST_P(FusedForward, MatchesTheReferenceOnTheUnfusedGraph) {
   req.cache_dir = cache_dir();
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
-  auto inputs = make_random_inputs(g, {{c.symbol, c.tokens}}, 1000 + c.tokens);
-  ASSERT_TRUE(inputs.ok()) << inputs.message();
-  auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
-                                        ToleranceMode::kTensorScale);
-  ASSERT_TRUE(checks.ok()) << checks.message();
-  for (const OutputCheck& check : checks.value())
-    EXPECT_TRUE(check.ok) << c.name << " " << check.what << ": " << check.message;
+  SCOPED_TRACE(c.name);
+  expect_matches_reference_at(g, *o.executable, c.symbol, c.tokens, 1000 + c.tokens,
+                              ToleranceMode::kTensorScale);
 }
 
 // Compiles g for the host and checks it against the reference evaluator for each size of its
@@ -169,12 +140,8 @@ void compile_and_check(const Graph& g, std::initializer_list<int64_t> sizes, int
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
   for (int64_t n : sizes) {
-    auto inputs = make_random_inputs(g, {{"n", n}}, seed + n);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value());
-    ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+    expect_matches_reference_at(g, *o.executable, "n", n, seed + n);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -253,12 +220,8 @@ output %r, %m, %b
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
   for (int64_t n : {1, 4, 300}) {
-    auto inputs = make_random_inputs(g, {{"n", n}}, 9 + n);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value());
-    ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+    expect_matches_reference_at(g, *o.executable, "n", n, 9 + n);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

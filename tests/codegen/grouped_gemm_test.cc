@@ -5,22 +5,19 @@
 // under host emulation against the reference evaluator on the same graph.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "codegen/emit_cuda.h"
 #include "ir/text_format.h"
 #include "passes/pipeline.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
 
-Graph parse(const std::string& text) {
-  ParseResult r = parse_graph_text(text);
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
+Graph parse(const std::string& text) { return testing::parse_or_fail(text); }
 
 std::string listing(const KernelPlan& plan) {
   std::string s;
@@ -31,17 +28,13 @@ std::string listing(const KernelPlan& plan) {
 void expect_matches_reference(const Graph& g, const std::set<std::string>& disabled_passes) {
   CompileRequest req;
   req.target = "host";
-  req.cache_dir = (std::filesystem::temp_directory_path() / "dyngen-grouped-gemm-cache").string();
+  req.cache_dir = testing::shared_cache_dir("dyngen-grouped-gemm-cache");
   req.disabled_passes = disabled_passes;
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
   for (int64_t n : {0, 1, 37, 130}) {
-    auto inputs = make_random_inputs(g, {{"n", n}}, 40 + n);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value());
-    ASSERT_TRUE(checks.ok()) << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << n << " " << c.what << c.message;
+    testing::expect_matches_reference_at(g, *o.executable, "n", n, 40 + n);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -4,13 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 
 #include "ir/graph.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
 #include "runtime/reference/host_tensor.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
@@ -18,9 +17,7 @@ namespace {
 std::shared_ptr<Executable> compile_host(const Graph& g) {
   CompileRequest req;
   req.target = "host";
-  const char* d = std::getenv("DYNGEN_CACHE_DIR");
-  req.cache_dir =
-      d ? d : (std::filesystem::temp_directory_path() / "dyngen-codegen-test-cache").string();
+  req.cache_dir = testing::run_cache_dir("dyngen-codegen-test-cache");
   CompileOutcome o = compile_graph(g, req);
   EXPECT_TRUE(o.ok()) << o.error;
   return o.executable;

@@ -3,34 +3,22 @@
 // products split K, Note [Rank-r products]; Note [Tolerance at the tensor's scale]).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 #include <vector>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
 
-Graph load_fixture(const std::string& name) {
-  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  ParseResult r = parse_graph_text(ss.str());
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
-
-std::string fresh_cache_dir(const std::string& tag) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("dyngen-test-" + tag + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir.string();
-}
+using testing::load_fixture;
+using testing::parse_or_fail;
+using testing::TempDir;
 
 // The token counts the issue names: empty, tiny, around tile edges (16, 64, 128), and large.
 const int64_t kTokenCounts[] = {0, 1, 2, 3, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 500};
@@ -43,30 +31,14 @@ Graph widen_symbol(const Graph& g, const std::string& symbol) {
   size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos);
   text.replace(at, from.size(), "sym " + symbol + " in [0, inf]");
-  ParseResult r = parse_graph_text(text);
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
+  return parse_or_fail(text);
 }
 
 void check_all_token_counts(const std::string& fixture, const std::string& symbol,
                             const std::vector<int64_t>& token_counts) {
-  Graph g = widen_symbol(load_fixture(fixture), symbol);
-  CompileRequest req;
-  req.target = "host";
-  req.cache_dir = fresh_cache_dir("seed");
-  int64_t compiles_before = runtime_stats().nvrtc_compiles;
-  CompileOutcome o = compile_graph(g, req);
-  ASSERT_TRUE(o.ok()) << o.error;
-  for (int64_t s : token_counts) {
-    auto inputs = make_random_inputs(g, {{symbol, s}}, 100 + s);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks = check_against_reference(g, *o.executable, inputs.value(), 1.0, {},
-                                          ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
-  }
-  EXPECT_EQ(runtime_stats().nvrtc_compiles - compiles_before, 1) << "one compile for every s";
+  TempDir cache;
+  testing::check_every_token_count(widen_symbol(load_fixture(fixture), symbol), symbol,
+                                   token_counts, cache.path(), testing::SweepCompiles::kExactlyOne);
 }
 
 TEST(SeedNumerics, ForwardMatchesReferenceForEveryTokenCount) {
@@ -97,7 +69,8 @@ TEST(SeedNumerics, TokenCountBelowTheSymbolRangeIsAClearError) {
   Graph g = load_fixture("seed_expert_mlp.dgir");
   CompileRequest req;
   req.target = "host";
-  req.cache_dir = fresh_cache_dir("range");
+  TempDir cache;
+  req.cache_dir = cache.path();
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
   auto inputs = make_random_inputs(g, {{"s77", 1}}, 7);

@@ -11,18 +11,21 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
-#include "tests/codegen/resized_fixture.h"
 #include "tests/codegen/shifted_input.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
+
+using testing::replace_in_shapes;
 
 // A LoRA linear: the base product on tensor cores, x @ A^T through the rank-r partials kernel.
 constexpr const char* kLoraLinear = R"(graph @lora_linear
@@ -44,20 +47,13 @@ std::string lora_linear_40() {
   return text.replace(text.find("@lora_linear"), 12, "@lora_linear_40");
 }
 
-struct Compiled {
-  Graph graph;
-  std::shared_ptr<Executable> exe;
-};
+using Compiled = testing::CompiledGraph;
 
 Compiled compile_lora_linear(const std::string& text = kLoraLinear) {
-  ParseResult parsed = parse_graph_text(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.error;
   CompileRequest req;
   req.target = "host";
-  req.cache_dir = (std::filesystem::temp_directory_path() / "dyngen-unaligned-cache").string();
-  CompileOutcome o = compile_graph(parsed.graph, req);
-  EXPECT_TRUE(o.ok()) << o.error;
-  return {parsed.graph, o.executable};
+  req.cache_dir = testing::shared_cache_dir("dyngen-unaligned-cache");
+  return testing::compile_text(text, req);
 }
 
 // The kernels a call launches that check input `input`'s alignment: one per GEMM launch site

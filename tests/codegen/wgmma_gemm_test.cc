@@ -5,16 +5,21 @@
 // maps]).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "ir/text_format.h"
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
-#include "tests/codegen/resized_fixture.h"
 #include "tests/codegen/shifted_input.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
+
+using testing::fixture_text;
+using testing::parse_or_fail;
+using testing::replace_in_shapes;
+using testing::resized_seed;
 
 // A SwiGLU MLP without adapters: gate and up share A (two B operands, one kernel), the down
 // projection has N = 136 (a partial column tile) and K = 192; the first K = 200 ends in a partial
@@ -39,25 +44,18 @@ CompileRequest sm90_request(int64_t wave_ctas) {
   req.target = "host";
   req.source_arch = "sm_90a";
   req.wave_ctas = wave_ctas;
-  req.cache_dir = (std::filesystem::temp_directory_path() / "dyngen-wgmma-cache").string();
+  req.cache_dir = testing::shared_cache_dir("dyngen-wgmma-cache");
   return req;
 }
 
-struct Compiled {
-  Graph graph;
-  std::shared_ptr<Executable> exe;
-};
+using Compiled = testing::CompiledGraph;
 
 // Waves of 4 blocks put both wgmma tiles at small M: with two or three column tiles, 64 x 128
 // from M = 65 and 128 x 128 (128 x 64 for gate/up) from M = 129; mma.sync below.
 Compiled compile_sm90(const std::set<std::string>& disabled = {}) {
-  ParseResult parsed = parse_graph_text(kSwigluMlp);
-  EXPECT_TRUE(parsed.ok()) << parsed.error;
   CompileRequest req = sm90_request(4);
   req.disabled_passes = disabled;
-  CompileOutcome o = compile_graph(parsed.graph, req);
-  EXPECT_TRUE(o.ok()) << o.error;
-  return {parsed.graph, o.executable};
+  return testing::compile_text(kSwigluMlp, req);
 }
 
 int count_with(const KernelPlan& plan, const std::string& text) {
@@ -72,13 +70,9 @@ void expect_matches_reference(const Graph& g, const Executable& exe, const std::
                               const std::vector<int64_t>& token_counts, uint64_t seed_base) {
   const int64_t fallbacks = runtime_stats().tma_fallback_launches;
   for (int64_t s : token_counts) {
-    auto inputs = make_random_inputs(g, {{symbol, s}}, seed_base + s);
-    ASSERT_TRUE(inputs.ok()) << inputs.message();
-    auto checks =
-        check_against_reference(g, exe, inputs.value(), 1.0, {}, ToleranceMode::kTensorScale);
-    ASSERT_TRUE(checks.ok()) << symbol << " = " << s << ": " << checks.message();
-    for (const OutputCheck& c : checks.value())
-      EXPECT_TRUE(c.ok) << symbol << " = " << s << " " << c.what << c.message;
+    testing::expect_matches_reference_at(g, exe, symbol, s, seed_base + s,
+                                         ToleranceMode::kTensorScale);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_EQ(runtime_stats().tma_fallback_launches, fallbacks) << "aligned maps were refused";
 }
@@ -269,13 +263,11 @@ TEST(WgmmaGemm, PhiExpertBackwardMatchesTheReference) {
 // GEMMs reach wgmma: grad_h = g @ w2_e^T (B K-major, N = 160) and dx over the gate and up
 // segments (B N-major, N = 192, K = 160 each), every map starting at expert 2's slice.
 Graph dbrx_backward(int64_t hidden, int64_t ffn) {
-  ParseResult r = parse_graph_text(replace_in_shapes(fixture_text("dbrx_expert_backward.dgir"),
-                                                     {{"384", "Q"},
-                                                      {"96", std::to_string(ffn)},
-                                                      {"64", std::to_string(hidden)},
-                                                      {"Q", std::to_string(4 * ffn)}}));
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
+  return parse_or_fail(replace_in_shapes(fixture_text("dbrx_expert_backward.dgir"),
+                                         {{"384", "Q"},
+                                          {"96", std::to_string(ffn)},
+                                          {"64", std::to_string(hidden)},
+                                          {"Q", std::to_string(4 * ffn)}}));
 }
 
 TEST(WgmmaGemm, DbrxExpertBackwardMatchesTheReference) {

@@ -5,11 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <regex>
 #include <sstream>
-
-#include "ir/text_format.h"
 
 namespace dg::driver_double {
 
@@ -39,38 +36,6 @@ const Double& the_double() {
   }();
   EXPECT_TRUE(kEnvironmentSet && d.calls) << "cannot open " DG_DRIVER_DOUBLE;
   return d;
-}
-
-Graph parse(const std::string& text) {
-  ParseResult r = parse_graph_text(text);
-  EXPECT_TRUE(r.ok()) << r.error;
-  return r.graph;
-}
-
-std::string fixture_text(const std::string& name) {
-  std::ifstream f(std::string(DG_FIXTURES_DIR) + "/" + name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Graph load_fixture(const std::string& name) { return parse(fixture_text(name)); }
-
-std::string scaled_seed_backward(int64_t hidden, int64_t ffn, int64_t rank) {
-  std::string text = fixture_text("seed_expert_mlp_backward.dgir"), out;
-  const std::regex shape(R"(\[[^\]]*\])");
-  size_t last = 0;
-  for (std::sregex_iterator it(text.begin(), text.end(), shape), end; it != end; ++it) {
-    out += text.substr(last, static_cast<size_t>(it->position()) - last);
-    // Through placeholders, so that a new size is never replaced again.
-    std::string s = std::regex_replace(it->str(), std::regex(R"(\b2048\b)"), "H");
-    s = std::regex_replace(s, std::regex(R"(\b1024\b)"), "F");
-    s = std::regex_replace(s, std::regex(R"(\b16\b)"), std::to_string(rank));
-    s = std::regex_replace(s, std::regex(R"(\bH\b)"), std::to_string(hidden));
-    out += std::regex_replace(s, std::regex(R"(\bF\b)"), std::to_string(ffn));
-    last = static_cast<size_t>(it->position() + it->length());
-  }
-  return out + text.substr(last);
 }
 
 std::string promoted_to_f32(const std::string& text) {

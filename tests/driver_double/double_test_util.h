@@ -7,8 +7,13 @@
 #include "ir/graph.h"
 #include "runtime/compiler.h"
 #include "runtime/reference/host_tensor.h"
+#include "tests/common/fixtures.h"
 
 namespace dg::driver_double {
+
+using testing::load_fixture;
+using testing::parse_or_fail;
+using testing::resized_seed_text;
 
 // The double's control surface (driver_double.h), reached through dlsym.
 struct Double {
@@ -19,15 +24,6 @@ struct Double {
   void (*clear_faults)() = nullptr;
 };
 const Double& the_double();
-
-std::string fixture_text(const std::string& name);
-Graph load_fixture(const std::string& name);
-Graph parse(const std::string& text);
-
-// The seed's backward (tests/fixtures/seed_expert_mlp_backward.dgir) with hidden, ffn and LoRA
-// rank replacing 2048, 1024 and 16 inside its shapes: the same kernels at a size the emulation
-// runs in well under a second.
-std::string scaled_seed_backward(int64_t hidden, int64_t ffn, int64_t rank);
 
 // The graph text with every bf16 (inputs, values, casts) made f32: its reference evaluation is
 // the exact result to within f32 rounding, for bf16 inputs converted with to_f32.

@@ -84,7 +84,7 @@ TEST(DriverDouble, SeedBackwardRunsThroughTheDriverAndMatchesTheReference) {
 // M tiles and weight-gradient chunks.
 // The first check of Note [How the backward through the double is checked].
 TEST(DriverDouble, SmallBackwardThroughTheDriverIsBitwiseTheHostEmulation) {
-  Graph g = parse(scaled_seed_backward(256, 128, 8));
+  Graph g = parse_or_fail(resized_seed_text("seed_expert_mlp_backward.dgir", 256, 128, 8));
   HostAndGpu both = compile_host_and_gpu(g);
   ASSERT_TRUE(both.host.ok() && both.gpu.ok());
   ASSERT_TRUE(CudaDriver::instance().ensure_context(0).ok());
@@ -114,8 +114,8 @@ TEST(DriverDouble, SmallBackwardThroughTheDriverIsBitwiseTheHostEmulation) {
 // evaluator on the unfused graph), and autograd's order itself is off by far more than the bf16
 // atol on elements near 0.
 TEST(DriverDouble, FusedGradXIsAsAccurateAsAutogradsOrder) {
-  std::string text = scaled_seed_backward(256, 128, 8);
-  Graph g = parse(text), exact_g = parse(promoted_to_f32(text));
+  std::string text = resized_seed_text("seed_expert_mlp_backward.dgir", 256, 128, 8);
+  Graph g = parse_or_fail(text), exact_g = parse_or_fail(promoted_to_f32(text));
   CompileOutcome host = compile_graph(g, double_request("host"));
   ASSERT_TRUE(host.ok()) << host.error;
   for (int64_t s : {2, 37}) {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "runtime/emu/dg_emu_abi.h"
 #include "tests/driver_double/ptx_entries.h"
 
@@ -420,7 +420,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t bytes, 
 }
 
 // cuTensorMapEncodeTiled: the argument rules the CUDA driver API documents (dg_tensor_map_check,
-// Note [TMA box copies] in codegen/device/dg_tma.cuh), then the emulation's own map, which the
+// Note [TMA box copies] in codegen/device/dg_tma_sm90.cuh), then the emulation's own map, which the
 // kernels the double runs read. What the emulation lacks (interleave, rank other than 2, NaN fill,
 // the 128-byte-atom swizzles) is refused as not supported rather than encoded wrongly.
 int cuTensorMapEncodeTiled(void* tensor_map, int data_type, unsigned rank, void* address,

@@ -4,10 +4,11 @@
 
 #include <iostream>
 
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/host_run.h"
+#include "tests/common/token_sweep.h"
 #include "tests/driver_double/double_test_util.h"
 
 namespace dg::driver_double {
@@ -15,15 +16,10 @@ namespace {
 
 void expect_matches_reference(const Graph& g, const Executable& exe, int64_t s, int device,
                               std::vector<int> host_scalars = {}) {
-  auto inputs = make_random_inputs(g, {{g.symbols.at(0).symbol_name(), s}}, 40 + s);
-  ASSERT_TRUE(inputs.ok()) << inputs.message();
-  HostRunOptions where{device, std::move(host_scalars)};
   // The rank-r products split K (Note [Rank-r products]): Note [Tolerance at the tensor's scale].
-  auto checks =
-      check_against_reference(g, exe, inputs.value(), 1.0, where, ToleranceMode::kTensorScale);
-  ASSERT_TRUE(checks.ok()) << "s=" << s << ": " << checks.message();
-  for (const OutputCheck& c : checks.value())
-    EXPECT_TRUE(c.ok) << "s=" << s << " " << c.what << ": " << c.message;
+  testing::expect_matches_reference_at(g, exe, g.symbols.at(0).symbol_name(), s, 40 + s,
+                                       ToleranceMode::kTensorScale,
+                                       HostRunOptions{device, std::move(host_scalars)});
 }
 
 // The double's cuTensorMapEncodeTiled applies the driver's documented rules and encodes the map
@@ -102,7 +98,7 @@ output %y
 )";
 
 TEST(DriverDouble, HostScalarBesideGpuTensorsIsPassedByValue) {
-  Graph g = parse(kScaled);
+  Graph g = parse_or_fail(kScaled);
   CompileOutcome o = compile_for_double(g);
   ASSERT_TRUE(o.ok()) << o.error;
   the_double().clear_calls();
@@ -119,7 +115,7 @@ TEST(DriverDouble, HostScalarBesideGpuTensorsIsPassedByValue) {
 }
 
 TEST(DriverDouble, TwoDevicesLoadTheModuleIntoEachContext) {
-  Graph g = parse(kScaled);
+  Graph g = parse_or_fail(kScaled);
   CompileOutcome o = compile_for_double(g, "cuda:1");
   ASSERT_TRUE(o.ok()) << o.error;
   expect_matches_reference(g, *o.executable, 7, 0);

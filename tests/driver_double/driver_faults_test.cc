@@ -35,7 +35,7 @@ Status launch_rows(const Executable& exe, int64_t rows) {
 }
 
 TEST(DriverFaults, GridForMAboveTheOldYLimitIsWithinEveryLimit) {
-  Graph g = parse(kLinear);
+  Graph g = parse_or_fail(kLinear);
   CompileOutcome o = compile_graph(g, double_request("cuda"));
   ASSERT_TRUE(o.ok()) << o.error;
   the_double().set_execute(0);
@@ -51,13 +51,13 @@ TEST(DriverFaults, GridForMAboveTheOldYLimitIsWithinEveryLimit) {
 
 TEST(DriverFaults, StickyFaultLeavesTheCacheEntryOnDisk) {
   // A graph of its own, so that this process compiles it here (not from the memory cache).
-  Graph g = parse(R"(graph @sticky
+  Graph g = parse_or_fail(R"(graph @sticky
 sym s0 in [2, inf] div 1
 input %x: f32[s0, 4]
 %y: f32[s0, 4] = exp(%x)
 output %y
 )");
-  Graph warm = parse(kLinear);
+  Graph warm = parse_or_fail(kLinear);
   CompileOutcome w = compile_graph(warm, double_request("cuda"));
   ASSERT_TRUE(w.ok()) << w.error;
   // A faulting launch makes device 0's context sticky: every later call there fails.
@@ -93,7 +93,7 @@ output %y
 TEST(DriverFaults, SyncNamesTheKernelThatFaulted) {
   // DYNGEN_SYNC=1 in this binary (double_test_util.cc): a fault seen at synchronization is
   // reported under the kernel that was launched.
-  Graph g = parse(kLinear);
+  Graph g = parse_or_fail(kLinear);
   CompileOutcome o = compile_for_double(g, "cuda:1");
   ASSERT_TRUE(o.ok()) << o.error;
   the_double().inject_fault(1, /*at_sync=*/1);
@@ -108,7 +108,7 @@ TEST(DriverFaults, SyncNamesTheKernelThatFaulted) {
 }
 
 TEST(DriverFaults, HostTensorsOnAGpuExecutableAreAClearError) {
-  Graph g = parse(kLinear);
+  Graph g = parse_or_fail(kLinear);
   CompileOutcome o = compile_graph(g, double_request("cuda"));
   ASSERT_TRUE(o.ok()) << o.error;
   float x[3 * 32] = {}, w[16 * 32] = {};

@@ -1,4 +1,4 @@
-// The mbarrier twin (codegen/device/dg_mbarrier.cuh) against the PTX ISA's semantics (Note
+// The mbarrier twin (codegen/device/dg_mbarrier_sm90_emu.h) against the PTX ISA's semantics (Note
 // [mbarrier semantics]): a phase completes on its last arrival with no bytes outstanding,
 // try_wait.parity reads phases by parity, transaction bytes may land before they are expected,
 // a three-stage producer/consumer ring runs under every scheduling mode, and misuse is an error.

@@ -113,9 +113,10 @@ TEST(EmuModule, HeadersAreEmbedded) {
     return false;
   };
   for (const char* name : {"dg_device.cuh", "dg_config.cuh", "dg_types.cuh", "dg_sync.cuh",
-                           "dg_mma.cuh", "dg_async.cuh"})
+                           "dg_mma_sm80.cuh", "dg_cp_async_sm80.cuh"})
     EXPECT_TRUE(has(device_headers(), name)) << name;
-  for (const char* name : {"dg_emu.h", "dg_emu_abi.h", "dg_emu_engine.h", "dg_emu_fiber.h"})
+  for (const char* name : {"dg_emu.h", "dg_emu_abi.h", "dg_emu_engine.h", "dg_emu_fiber.h",
+                           "dg_mma_sm80_emu.h", "dg_wgmma_sm90_emu.h"})
     EXPECT_TRUE(has(emu_headers(), name)) << name;
 }
 

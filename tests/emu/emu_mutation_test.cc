@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,24 @@ namespace {
 // stage twice and end in a tail that is not a multiple of BK.
 constexpr long long kM = 40, kN = 40, kK = 200;
 
+// The sm_80 GEMM's headers in include order, as one text: each without its #pragma once and its
+// includes of the others.
 std::string gemm_template() {
-  for (const EmbeddedFile& f : device_headers())
-    if (f.name == "dg_gemm.cuh") return std::string(f.content);
-  ADD_FAILURE() << "dg_gemm.cuh is not among the embedded device headers";
-  return "";
+  std::string text;
+  for (const char* name : {"dg_gemm_tile_sm80.cuh", "dg_gemm_copy_sm80.cuh",
+                           "dg_gemm_epilogue_sm80.cuh", "dg_gemm_sm80.cuh"}) {
+    bool found = false;
+    for (const EmbeddedFile& f : device_headers()) {
+      if (f.name != name) continue;
+      found = true;
+      std::istringstream lines{std::string(f.content)};
+      for (std::string line; std::getline(lines, line);)
+        if (line != "#pragma once" && line.rfind("#include \"dg_gemm_", 0) != 0)
+          text += line + "\n";
+    }
+    if (!found) ADD_FAILURE() << name << " is not among the embedded device headers";
+  }
+  return text;
 }
 
 void replace_all(std::string* s, const std::string& from, const std::string& to) {
@@ -40,7 +54,7 @@ std::string mutant_source(const std::vector<MutantEdit>& edits, std::string* err
   for (const MutantEdit& e : edits) {
     const size_t at = t.find(e.anchor);
     if (at == std::string::npos || t.find(e.anchor, at + 1) != std::string::npos) {
-      *error = "anchor not found exactly once in dg_gemm.cuh:\n" + e.anchor;
+      *error = "anchor not found exactly once in the sm_80 GEMM headers:\n" + e.anchor;
       return "";
     }
     t.replace(at, e.anchor.size(), e.replacement);

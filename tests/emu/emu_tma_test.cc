@@ -1,14 +1,14 @@
-// The TMA twin (codegen/device/dg_tma.cuh, Note [TMA box copies]): the tensor map's rules as the
-// CUDA driver documents them for cuTensorMapEncodeTiled, boxes over the tensor's edges filled with
-// zeros, the bytes landing only when the barrier is waited for, a 128-byte-swizzled box laid out
-// as the PTX ISA's swizzle atoms, and swizzled boxes feeding wgmma.
+// The TMA twin (codegen/device/dg_tma_sm90_emu.h, Note [TMA box copies]): the tensor map's rules
+// as the CUDA driver documents them for cuTensorMapEncodeTiled, boxes over the tensor's edges
+// filled with zeros, the bytes landing only when the barrier is waited for, a 128-byte-swizzled box
+// laid out as the PTX ISA's swizzle atoms, and swizzled boxes feeding wgmma.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "codegen/device/dg_types.cuh"
 #include "tests/emu/emu_test_util.h"
 #include "tests/emu/isa_swizzle_tables.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/device/dg_gemm_sm90.cuh"
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/emu_test_util.h"
 #include "tests/emu/wgmma_gemm_kernels.h"

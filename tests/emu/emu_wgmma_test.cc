@@ -1,10 +1,11 @@
-// The wgmma twin (codegen/device/dg_wgmma.cuh) against the PTX ISA, not against itself: the
-// expected descriptor bits, swizzle permutations and accumulator positions below are transcribed
-// from the ISA's Matrix Descriptor Format table, its K-major swizzling figures and its fragment
-// figure for accumulator D of wgmma .m64nNk16 (section 9.7.15.5.1; Note [wgmma layouts]). The
-// shared-memory images are laid out here from those tables, the results mapped back through
-// them, and compared with a double-precision product. Then the asynchrony (Note [Deferred
-// wgmma]) and, last, mutants of the twin, each of which these checks must catch.
+// The wgmma twin (codegen/device/dg_wgmma_sm90_emu.h, over the layout functions of
+// dg_wgmma_sm90.cuh) against the PTX ISA, not against itself: the expected descriptor bits,
+// swizzle permutations and accumulator positions below are transcribed from the ISA's Matrix
+// Descriptor Format table, its K-major swizzling figures and its fragment figure for accumulator D
+// of wgmma .m64nNk16 (section 9.7.15.5.1; Note [wgmma layouts]). The shared-memory images are laid
+// out here from those tables, the results mapped back through them, and compared with a
+// double-precision product. Then the asynchrony (Note [Deferred wgmma]) and, last, mutants of the
+// twin, each of which these checks must catch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "codegen/device/dg_types.cuh"
-#include "codegen/device/dg_wgmma.cuh"
+#include "codegen/device/dg_wgmma_sm90.cuh"
 #include "runtime/emu/device_headers.h"
 #include "tests/emu/emu_test_util.h"
 #include "tests/emu/wgmma_images.h"
@@ -306,11 +307,28 @@ struct TwinMutant {
   const char* replacement;
 };
 
-std::string wgmma_header() {
-  for (const EmbeddedFile& f : device_headers())
-    if (std::string(f.name) == "dg_wgmma.cuh") return std::string(f.content);
-  ADD_FAILURE() << "dg_wgmma.cuh is not among the embedded device headers";
+std::string embedded_file(const std::vector<EmbeddedFile>& files, const std::string& name) {
+  for (const EmbeddedFile& f : files)
+    if (std::string(f.name) == name) return std::string(f.content);
+  ADD_FAILURE() << name << " is not among the embedded headers";
   return "";
+}
+
+// dg_wgmma_sm90.cuh with its host twin pasted where it includes it, each without its #pragma once:
+// the layout functions and the twin as one text, for the mutants to edit.
+std::string wgmma_header() {
+  std::string header = embedded_file(device_headers(), "dg_wgmma_sm90.cuh");
+  std::string twin = embedded_file(emu_headers(), "dg_wgmma_sm90_emu.h");
+  const std::string include = "#include \"dg_wgmma_sm90_emu.h\"";
+  const size_t at = header.find(include);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "dg_wgmma_sm90.cuh does not include its twin";
+    return header;
+  }
+  twin.replace(twin.find("#pragma once"), 12, "");
+  header.replace(at, include.size(), twin);
+  header.replace(header.find("#pragma once"), 12, "");
+  return header;
 }
 
 TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
@@ -339,7 +357,6 @@ TEST(EmuWgmma, BreakingOneEntryOfTheTwinFailsTheChecks) {
     ASSERT_NE(at, std::string::npos) << mu.anchor;
     ASSERT_EQ(text.find(mu.anchor, at + 1), std::string::npos) << mu.anchor;
     text.replace(at, std::string(mu.anchor).size(), mu.replacement);
-    text.replace(text.find("#pragma once"), 12, "");  // it is pasted into the kernel source
     const EmuModule& m =
         test_module("#include \"dg_device.cuh\"\n" + text + "\n" + kWgmmaKernelBody);
     int caught = 0;

@@ -1,4 +1,4 @@
-// Test kernels over the tensor-core GEMM template (codegen/device/dg_gemm.cuh): every operand
+// Test kernels over the tensor-core GEMM template (codegen/device/dg_gemm_sm80.cuh): every operand
 // layout, two B operands with one epilogue, and a K range given at run time.
 #pragma once
 

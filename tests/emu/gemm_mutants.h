@@ -1,5 +1,6 @@
 // Known-bad variants of the tensor-core GEMM main loop, made from the real template
-// (codegen/device/dg_gemm.cuh as embedded in the library) by one anchored textual edit each.
+// (codegen/device/dg_gemm_sm80.cuh and the dg_gemm_*_sm80.cuh it includes, as embedded in the
+// library) by one anchored textual edit each.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,8 +21,8 @@ struct GemmMutant {
 };
 
 // Note [GEMM mutants]
-// Each anchor is a line of dg_gemm_pipeline, dg_gemm_unaligned_loop or
-// DgGemmTileCopy::copy, quoted
+// Each anchor is a line of dg_gemm_pipeline, dg_gemm_unaligned_loop (dg_gemm_sm80.cuh) or
+// DgGemmTileCopy::copy (dg_gemm_copy_sm80.cuh), quoted
 // whole, so a rewrite of the template that drops or changes it fails the mutation test loudly
 // (the anchor is missing) instead of leaving a mutant silently identical to the template. When
 // the main loop changes, update the anchors together with it and keep every mutant caught.

@@ -1,4 +1,4 @@
-// mbarrier test kernels (codegen/device/dg_mbarrier.cuh); see basic_kernels.h for the
+// mbarrier test kernels (codegen/device/dg_mbarrier_sm90.cuh); see basic_kernels.h for the
 // conventions. Barriers live in static shared memory, poisoned before each block like the rest.
 #pragma once
 
@@ -6,7 +6,7 @@ namespace dg::emu::testing {
 
 inline constexpr const char* kMbarrierKernels = R"cuda(
 #include "dg_device.cuh"
-#include "dg_mbarrier.cuh"
+#include "dg_mbarrier_sm90.cuh"
 
 // Every thread writes its slot and arrives; after waiting on phase 0 each sums all slots, so a
 // wait that returned before the last arrival shows as a short sum. early[t]: whether phase 0 had

@@ -1,4 +1,4 @@
-// TMA test kernels (codegen/device/dg_tma.cuh); see basic_kernels.h for the conventions. The
+// TMA test kernels (codegen/device/dg_tma_sm90.cuh); see basic_kernels.h for the conventions. The
 // tensor map is a __grid_constant__ parameter, as on a GPU.
 #pragma once
 
@@ -6,7 +6,7 @@ namespace dg::emu::testing {
 
 inline constexpr const char* kTmaKernels = R"cuda(
 #include "dg_device.cuh"
-#include "dg_tma.cuh"
+#include "dg_tma_sm90.cuh"
 
 // One box at (x, y) into dynamic shared memory at `offset`: thread 0 expects its bytes and issues
 // the copy; early: what thread 0 reads there before waiting; out: the box after the wait.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "codegen/device/dg_types.cuh"
-#include "codegen/device/dg_wgmma.cuh"
+#include "codegen/device/dg_wgmma_sm90.cuh"
 #include "tests/emu/emu_test_util.h"
 #include "tests/emu/isa_swizzle_tables.h"
 

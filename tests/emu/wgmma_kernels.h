@@ -1,14 +1,14 @@
-// wgmma test kernels (codegen/device/dg_wgmma.cuh): one warpgroup (128 threads) per block; each
-// copies a shared-memory image that the test laid out from the PTX ISA's figures into dynamic
+// wgmma test kernels (codegen/device/dg_wgmma_sm90.cuh): one warpgroup (128 threads) per block;
+// each copies a shared-memory image that the test laid out from the PTX ISA's figures into dynamic
 // shared memory, runs wgmmas on descriptors the test encoded, and dumps every thread's raw
 // accumulator registers: out[T * N / 2 + i] = d[i] of thread T. kWgmmaKernelBody leaves out the
-// include of dg_wgmma.cuh so that the mutation test can put a modified copy in front of it.
+// include of dg_wgmma_sm90.cuh so that the mutation test can put a modified copy in front of it.
 #pragma once
 
 namespace dg::emu::testing {
 
 inline constexpr const char* kWgmmaKernelBody = R"cuda(
-#include "dg_mbarrier.cuh"
+#include "dg_mbarrier_sm90.cuh"
 
 // Ordinary stores, then the fence that orders them before the async proxy's reads (wgmma). The
 // descriptors come relative to dynamic shared memory; this relocates them to its shared-window
@@ -180,7 +180,8 @@ DG_EMU_ENTRY(wgmma_exit_in_flight)
 )cuda";
 
 inline std::string wgmma_kernels() {
-  return std::string("#include \"dg_device.cuh\"\n#include \"dg_wgmma.cuh\"\n") + kWgmmaKernelBody;
+  return std::string("#include \"dg_device.cuh\"\n#include \"dg_wgmma_sm90.cuh\"\n") +
+         kWgmmaKernelBody;
 }
 
 }  // namespace dg::emu::testing

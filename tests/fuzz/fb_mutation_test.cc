@@ -16,7 +16,7 @@
 #include "ir/fb_writer.h"
 #include "ir/graph_generated.h"
 #include "ir/text_format.h"
-#include "tests/file_bytes.h"
+#include "tests/common/file_bytes.h"
 
 namespace dg {
 namespace {

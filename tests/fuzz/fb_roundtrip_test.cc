@@ -15,7 +15,7 @@
 #include "ir/graph_hash.h"
 #include "ir/text_format.h"
 #include "ir/verifier.h"
-#include "tests/file_bytes.h"
+#include "tests/common/file_bytes.h"
 #include "tests/fuzz/random_graph.h"
 
 namespace dg {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/device/dg_tma.cuh"
+#include "codegen/device/dg_tma_sm90.cuh"
 #include "runtime/compiler.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/emu/device_headers.h"

@@ -8,22 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "ir/sha256.h"
 #include "ir/text_format.h"
+#include "tests/common/fixtures.h"
 
 namespace dg {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::filesystem::path(DG_FIXTURES_DIR) / name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::fixture_text;
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
@@ -52,7 +45,7 @@ output %a
 )";
 
 TEST(IrGraphHash, SymbolNamesValueNamesAndGraphNameDoNotMatter) {
-  const std::string seed = fixture("seed_expert_mlp.dgir");
+  const std::string seed = fixture_text("seed_expert_mlp.dgir");
   const std::string h = hash_of(seed);
   ASSERT_EQ(h.size(), 64u);
   EXPECT_EQ(hash_of(replace_all(seed, "s77", "s3")), h);
@@ -127,7 +120,7 @@ constexpr char kSeedForwardHash[] =
     "1fe9565f99370eefdf496264b1abc6c4baf5077b1f71f38301f10253faf56ede";
 
 TEST(IrGraphHash, StableAcrossProcesses) {
-  const std::string seed = fixture("seed_expert_mlp.dgir");
+  const std::string seed = fixture_text("seed_expert_mlp.dgir");
   const std::string h = hash_of(seed);
   EXPECT_EQ(h, kSeedForwardHash);
 

@@ -10,28 +10,25 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include "ir/text_format.h"
 #include "ir/verifier.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/fixtures.h"
 
 namespace dg {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::fixture_path;
+using testing::read_all;
 
 std::vector<fs::path> golden_inputs() {
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(DG_IR_GOLDEN_DIR))
     if (e.path().extension() == ".dgir") files.push_back(e.path());
-  for (auto& e : fs::directory_iterator(DG_FIXTURES_DIR))
+  for (auto& e : fs::directory_iterator(testing::repo_path("tests/fixtures")))
     if (e.path().extension() == ".dgir") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
@@ -51,20 +48,20 @@ TEST(IrTextGolden, FilesPrintAsExpected) {
   ASSERT_GE(files.size(), 4u) << "golden inputs missing";
   for (const fs::path& in : files) {
     SCOPED_TRACE(in.string());
-    ParseResult r = parse_graph_text(read_file(in));
+    ParseResult r = parse_graph_text(read_all(in));
     ASSERT_TRUE(r.ok()) << r.error;
     EXPECT_EQ(verify_graph(r.graph), "");
     std::string printed = print_graph(r.graph);
     fs::path expected = fs::path(DG_IR_GOLDEN_DIR) / (in.stem().string() + ".expected");
     if (update) std::ofstream(expected, std::ios::binary) << printed;
     ASSERT_TRUE(fs::exists(expected)) << "no " << expected << " (DYNGEN_UPDATE_GOLDEN=1 writes it)";
-    EXPECT_EQ(printed, read_file(expected));
+    EXPECT_EQ(printed, read_all(expected));
     expect_round_trip(r.graph, in.filename().string());
   }
 }
 
 TEST(IrTextGolden, SeedFixturesHaveTheSeedsShape) {
-  ParseResult fwd = parse_graph_text(read_file(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir"));
+  ParseResult fwd = parse_graph_text(read_all(fixture_path("seed_expert_mlp.dgir")));
   ASSERT_TRUE(fwd.ok()) << fwd.error;
   const Graph& g = fwd.graph;
   ASSERT_EQ(g.symbols.size(), 1u);
@@ -76,8 +73,7 @@ TEST(IrTextGolden, SeedFixturesHaveTheSeedsShape) {
   ASSERT_EQ(g.outputs.size(), 1u);
   EXPECT_EQ(g.tensor(g.outputs[0]).to_string(), "bf16[s77, 2048]");
 
-  ParseResult bwd =
-      parse_graph_text(read_file(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp_backward.dgir"));
+  ParseResult bwd = parse_graph_text(read_all(fixture_path("seed_expert_mlp_backward.dgir")));
   ASSERT_TRUE(bwd.ok()) << bwd.error;
   std::vector<std::string> outs;
   for (ValueId id : bwd.graph.outputs) outs.push_back(bwd.graph.tensor(id).to_string());
@@ -208,7 +204,7 @@ TEST(IrTextGolden, EveryOpRoundTrips) {
 // Random edits of the seed fixture: the parser reports or accepts, never crashes, and whatever it
 // accepts round-trips.
 TEST(IrTextGolden, MutatedTextNeverCrashes) {
-  const std::string base = read_file(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir");
+  const std::string base = read_all(fixture_path("seed_expert_mlp.dgir"));
   const std::string alphabet = "%:=()[]{},.-+*#@ \n0123456789sfbiuxdivnmaxfloordiv";
   std::mt19937 rng(1234);
   int accepted = 0;

@@ -13,18 +13,16 @@
 #include "ir/text_format.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/fixtures.h"
 
 namespace dg {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::fixture_path;
+using testing::read_all;
 
 Graph apply_pass(const std::string& pass, const Graph& g) {
   if (pass == "cse") return eliminate_common_subexpressions(g);
@@ -46,7 +44,7 @@ TEST(PassesGolden, EachFileMatchesItsExpectation) {
   auto files = golden_files();
   ASSERT_FALSE(files.empty());
   for (const fs::path& file : files) {
-    std::string text = read(file);
+    std::string text = read_all(file);
     size_t pass_at = text.find("# PASS: ");
     size_t expect_at = text.find("# EXPECT:\n");
     ASSERT_NE(pass_at, std::string::npos) << file;
@@ -74,7 +72,7 @@ TEST(PassesGolden, EachFileMatchesItsExpectation) {
 }
 
 TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
-  ParseResult seed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir"));
+  ParseResult seed = parse_graph_text(read_all(fixture_path("seed_expert_mlp.dgir")));
   ASSERT_TRUE(seed.ok()) << seed.error;
   std::vector<std::string> ran;
   PipelineOptions opts;
@@ -101,7 +99,7 @@ TEST(PassesGolden, PipelineKeepsTheSeedGraphValidAndRemovesItsRedundantCasts) {
 TEST(PassesGolden, SeedBackwardWeightGradientsFormOneGroup) {
   for (const char* fixture :
        {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir"}) {
-    ParseResult parsed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / fixture));
+    ParseResult parsed = parse_graph_text(read_all(fixture_path(fixture)));
     ASSERT_TRUE(parsed.ok()) << parsed.error;
     Graph out = run_pipeline(parsed.graph);
     std::set<int64_t> groups;
@@ -119,8 +117,7 @@ TEST(PassesGolden, SeedBackwardWeightGradientsFormOneGroup) {
 // Note [Grouped GEMMs]: the seed backward's two rank-r products of the gate and up gradients share
 // one group (two problems); without group_independent_gemms they keep a group each.
 TEST(PassesGolden, SeedBackwardRankRProductsShareOneGroupUnlessDisabled) {
-  ParseResult parsed =
-      parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp_backward.dgir"));
+  ParseResult parsed = parse_graph_text(read_all(fixture_path("seed_expert_mlp_backward.dgir")));
   ASSERT_TRUE(parsed.ok()) << parsed.error;
   for (bool disabled : {false, true}) {
     PipelineOptions opts;
@@ -140,7 +137,7 @@ TEST(PassesGolden, SeedBackwardRankRProductsShareOneGroupUnlessDisabled) {
 }
 
 TEST(PassesGolden, DisabledPassIsSkipped) {
-  ParseResult seed = parse_graph_text(read(fs::path(DG_FIXTURES_DIR) / "seed_expert_mlp.dgir"));
+  ParseResult seed = parse_graph_text(read_all(fixture_path("seed_expert_mlp.dgir")));
   PipelineOptions opts;
   opts.disabled = {"cse"};
   Graph out = run_pipeline(seed.graph, opts);

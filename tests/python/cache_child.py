@@ -39,11 +39,11 @@ def run_model() -> dict:
 
 
 def run_dump(folder: str) -> dict:
-    from dyngen.executors.native import CapiExecutable
+    from dyngen.executors.native import CapiGraphRunner
 
     hits = {}
     for fb in sorted(Path(folder).glob("*.fb")):
-        exe = CapiExecutable(fb.read_bytes(), target="sm_90a")
+        exe = CapiGraphRunner(fb.read_bytes(), target="sm_90a")
         hits[fb.name] = {"cache_hit": exe.cache_hit, "key": exe.key}
     return {"graphs": hits}
 

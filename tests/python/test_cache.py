@@ -37,7 +37,7 @@ def child(mode: str, *args, env: dict) -> dict:
 
 def capi_or_skip():
     if runtime.executor_kind() != "capi":
-        pytest.skip("libdyngen.so is not built (the reference executor has no kernel cache)")
+        pytest.skip("libdyngen.so is not built (the ATen executor has no kernel cache)")
 
 
 def test_prebuild_archs_are_checked():

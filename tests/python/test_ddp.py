@@ -16,7 +16,7 @@ def test_ddp_two_ranks_share_the_kernel_cache(tmp_path):
     env = {
         "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),
         "DDP_RESULT_DIR": str(results_dir),
-        # kernels, not the reference executor
+        # kernels, not the ATen executor
         "DYNGEN_EXECUTOR": os.environ.get("DYNGEN_EXECUTOR", "emulate"),
     }
     results = run_two_ranks(REPO / "tests" / "ddp" / "ddp_lora.py", results_dir, env, 900)

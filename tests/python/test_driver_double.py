@@ -19,7 +19,7 @@ import torch
 import dyngen
 from dyngen.core.ir import GraphBuilder
 from dyngen.executors import runtime
-from dyngen.executors.native import CapiExecutable
+from dyngen.executors.native import CapiGraphRunner
 from helpers import assert_close
 
 torch.manual_seed(0)
@@ -27,7 +27,7 @@ text = open(sys.argv[1]).read()
 exe = dyngen.compile_text(text, "seed")
 # The same graph on the host target directly: the double's path (device pointers, launches,
 # copies) must give what the host path gives.
-ref = CapiExecutable(text, target="host")
+ref = CapiGraphRunner(text, target="host")
 graph = GraphBuilder.from_text(text)
 double = ctypes.CDLL(os.environ["DYNGEN_CUDA_DRIVER"])
 double.dgdbl_calls.restype = ctypes.c_char_p

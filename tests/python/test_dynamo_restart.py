@@ -18,8 +18,8 @@ def attention(x, scale: float):
 
 
 def test_restart_reaches_dynamo_and_the_graph_compiles(fresh):
-    # SDPA's softmax (aten._safe_softmax) has no lowering yet: that op runs as ATen, a recorded
-    # partial graph, which strict mode would raise on; the restart is what is checked here.
+    # SDPA's softmax (aten._safe_softmax) has no FX -> IR handler yet: that op runs as ATen, a
+    # recorded partial graph, which strict mode would raise on; the restart is what is checked here.
     strict = options().strict
     set_options(strict=False)
     try:

@@ -61,7 +61,7 @@ def _shadow(checked):
     def backend(gm, example_inputs):
         if not is_dynamic(example_inputs):
             return gm.forward
-        cg = dyngen.compile_graph(gm, example_inputs, f"shadow{len(checked)}")
+        cg = dyngen.compile_fx_graph(gm, example_inputs, f"shadow{len(checked)}")
 
         def run(*args):
             want = gm(*args)

@@ -18,7 +18,7 @@ from dyngen.core import capi as _capi
 from dyngen.core.builder_api import lib as builder_lib
 from dyngen.core.ir import NEG_INF, GraphBuilder, SymList, floordiv, mod, sym_max, sym_min
 from dyngen.core.ops import DType
-from dyngen.executors.native import CapiExecutable
+from dyngen.executors.native import CapiGraphRunner
 from dyngen.options import options, set_options
 
 SEED_TEXT = (REPO / "tests" / "python" / "golden" / "seed_expert_mlp.ir").read_text()
@@ -104,6 +104,24 @@ def mixer(x, w, b, g):
     return z.relu() + att.amax(-1, keepdim=True) / 4
 
 
+def test_a_graph_compiled_from_its_handle_is_the_graph_fb_compiles():
+    """The frontend compiles a built graph from its dg_graph handle, without graph.fb. The same
+    graph written as graph.fb and loaded (what `dyngen compile` does with a DYNGEN_DUMP file) has
+    the same executable key, so a cache prebuilt from dumped files serves the process."""
+    _library()
+    b = GraphBuilder("handle.test")
+    s0 = b.symbol("s0", lo=2, hi=4096)
+    x = b.input(DType.F32, [s0, 8])
+    third = b.op("constant", [], {"dtype": DType.F32, "value": 1 / 3})
+    b.output(b.op("mul", [b.op("exp", [x]), third]))
+    b.output(b.op("reshape", [x], {"shape": SymList([s0 * 8])}))
+    g = b.finish()
+    from_handle = CapiGraphRunner(g, target="sm_90a")
+    from_fb = CapiGraphRunner(g.fb, target="sm_90a")
+    assert from_fb.key == from_handle.key
+    assert from_fb.cache_hit == "memory"
+
+
 def test_exported_graphs_fb_equals_text(fresh, dump_dir, monkeypatch):
     """The seed (routed LoRA expert, forward and backward), the MoE gather/scatter (forward and
     backward) and a broad op mix: for each exported graph the dumped graph.fb loads in the core
@@ -159,9 +177,9 @@ def test_malformed_bytes_are_a_clear_error():
         with pytest.raises(dyngen.InvalidGraph, match=re.escape(msg)):
             _capi.core_print(data)
     with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load: .*truncated"):
-        CapiExecutable(good[:-9])
+        CapiGraphRunner(good[:-9])
     with pytest.raises(dyngen.InvalidGraph, match="dg_graph_load_text"):
-        CapiExecutable("graph @x\noutput %7\n")
+        CapiGraphRunner("graph @x\noutput %7\n")
     with pytest.raises(TypeError):
         _capi.load_graph(42)
 

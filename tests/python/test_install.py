@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent("""
-    import json, os, torch, dyngen, dyngen.thunderfx, dyngen.core.capi as capi
+    import importlib.metadata, json, os, torch, dyngen, dyngen.thunderfx, dyngen.core.capi as capi
 
     class Tiny(torch.nn.Module):
         def __init__(self):
@@ -41,7 +41,10 @@ SCRIPT = textwrap.dedent("""
             x = torch.randn(n, 16)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     capi.load()
-    print(json.dumps({"file": dyngen.__file__, "lib": capi._lib._name, "stats": dyngen.stats()}))
+    versions = [dyngen.__version__, importlib.metadata.version("dyngen")]
+    versions.append(capi._lib.dg_version().decode())
+    out = {"file": dyngen.__file__, "lib": capi._lib._name, "stats": dyngen.stats()}
+    print(json.dumps({**out, "versions": versions}))
 """)
 
 
@@ -96,7 +99,7 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
     work.mkdir()
     (work / "use_dyngen.py").write_text(SCRIPT)
     env["DYNGEN_CACHE_DIR"] = str(tmp_path / "cache")
-    # CPU tensors run the reference executor by default (Note [Executor choice]); the emulated
+    # CPU tensors run the ATen executor by default (Note [Executor choice]); the emulated
     # kernels are what proves the installed library compiles and launches them.
     env["DYNGEN_EXECUTOR"] = "emulate"
     out = run([str(py), "use_dyngen.py"], cwd=work, env=env)
@@ -110,8 +113,15 @@ def test_pip_install_into_a_fresh_venv_runs_a_dynamic_graph(tmp_path):
 
     # The CLI the package carries: `python -m dyngen` and the `dyngen` command.
     version = run([str(py), "-m", "dyngen", "--version"], cwd=work, env=env).stdout
-    assert version.startswith("dyngen 0.1.0"), version
+    # Note [One version]: the package, its metadata, the library and the CLI say the same.
+    written = (REPO / "frontends" / "python" / "dyngen" / "VERSION").read_text().strip()
+    assert result["versions"] == [written] * 3, result["versions"]
+    assert version.startswith(f"dyngen {written} "), version
     stats = run([str(venv / "bin" / "dyngen"), "cache", "stats", "--json"], cwd=work, env=env)
     assert json.loads(stats.stdout)["entries"] == s["nvrtc_compiles"]
     headers = Path(result["lib"]).parent / "include"
     assert (headers / "dyngen.h").is_file() and (headers / "device" / "dg_device.cuh").is_file()
+    assert (headers / "dyngen_stats.def").is_file()  # the counters' list, which dyngen.h includes
+    if shutil.which("cc"):  # the installed public header compiles as C on its own
+        cc = ["cc", "-std=c99", "-fsyntax-only", "-I", str(headers), "-x", "c", "-"]
+        run(cc, input='#include "dyngen.h"\n')

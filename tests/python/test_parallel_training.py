@@ -25,10 +25,11 @@ def warmup(model: str, parallel: str) -> int:
 
 
 def run_ranks(tmp_path, model: str, parallel: str = "fsdp2") -> dict:
-    # The reference executor (dyngen's CPU default): about 40 graphs per rank compiled under host
-    # emulation would take the suite's budget several times over on 2 cores; the bug this test
-    # guards is in the frontend (what the compiled graphs return, where graphs go), the same under
-    # either executor, and the kernels' numerics are checked under emulation elsewhere.
+    # The ATen executor (dyngen's CPU default, DYNGEN_EXECUTOR=reference): about 40 graphs per
+    # rank compiled under host emulation would take the suite's budget several times over on 2
+    # cores; the bug this test guards is in the frontend (what the compiled graphs return, where
+    # graphs go), the same under either executor, and the kernels' numerics are checked under
+    # emulation elsewhere.
     results_dir = tmp_path / "results"
     env = {
         "DYNGEN_CACHE_DIR": str(tmp_path / "cache"),

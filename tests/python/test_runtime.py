@@ -46,7 +46,7 @@ def test_stats_executor_names_what_the_graphs_run_on(opts, monkeypatch):
     assert runtime.executor_name("capi", "host") == "emulate"
     assert [runtime.executor_name("capi", t) for t in ("cuda:1", "sm_90a")] == ["cuda", "cuda"]
     monkeypatch.setattr(counters, "_executors", [])
-    opts(executor="", target="", driver_double=False)  # CPU tensors: the reference executor
+    opts(executor="", target="", driver_double=False)  # CPU tensors: the ATen executor
     b = GraphBuilder("exp.test")
     x = b.input(DType.F32, [b.symbol("s0")])
     b.output(b.op("exp", [x]))
@@ -75,8 +75,14 @@ def test_ctypes_binding_matches_dyngen_h():
         assert re.search(rf"\b{name}\(", header), f"{name} is not declared in dyngen.h"
     declared = set(re.findall(r"\b(dg_\w+)\(", header))
     assert declared == bound
+    # dg_stats has one int64_t per line of the counter list (runtime/dyngen_stats.def).
     stats = re.search(r"typedef struct dg_stats \{(.*?)\} dg_stats;", header, re.S).group(1)
-    assert re.findall(r"int64_t (\w+);", stats) == [f for f, _ in _capi.DgStats._fields_]
+    assert re.findall(r"int64_t (\w+);", stats) == ["name"]
+    assert '#include "dyngen_stats.def"' in stats
+    listed = (REPO / "runtime" / "dyngen_stats.def").read_text()
+    listed = re.findall(r"^DG_STAT\((\w+),", listed, re.M)
+    assert listed == [f for f, _ in _capi.DgStats._fields_]
+    assert ctypes.sizeof(_capi.DgStats) == 8 * len(listed)
     assert ctypes.sizeof(_capi.DgTensor) == 8 + 8 * _capi.DG_MAX_RANK + 4 * 4
     # The layout Note [Packing dg_tensor arguments] packs.
     assert _capi._DG_TENSOR.size == ctypes.sizeof(_capi.DgTensor)
@@ -85,6 +91,26 @@ def test_ctypes_binding_matches_dyngen_h():
     s = _capi._to_dg(7)
     assert (s.data, s.rank, s.shape[0]) == (None, -1, 7)
     assert re.search(r"#define DG_MAX_RANK (\d+)", header).group(1) == str(_capi.DG_MAX_RANK)
+
+
+def test_every_library_counter_is_in_stats():
+    """A counter is one line of runtime/dyngen_stats.def: the library describes its counters and
+    dyngen.stats() has every one of them, with nothing listed on the Python side."""
+    docs = _capi.stat_docs()
+    assert docs and all(docs.values())
+    assert list(_capi.get_stats()) == list(docs) == [f for f, _ in _capi.DgStats._fields_]
+    s = dyngen.stats()
+    assert [name for name in docs if name not in s] == []
+    assert all(isinstance(s[name], int) for name in docs)
+    lib = _capi.load()
+    assert lib.dg_stats_name(len(docs)) is None and lib.dg_stats_doc(-1) is None
+
+
+def test_one_version():
+    """Note [One version]: dyngen/VERSION is the package's version and the library's."""
+    written = (REPO / "frontends" / "python" / "dyngen" / "VERSION").read_text().strip()
+    assert dyngen.__version__ == written
+    assert _capi.load().dg_version().decode() == written
 
 
 def _seed_inputs(n):
@@ -193,10 +219,10 @@ def test_dump_and_noncontiguous_inputs(fresh, opts, tmp_path):
         torch.testing.assert_close(compiled(x, w), torch.nn.functional.silu(x @ w.t()) * 2)
     dumps = list(tmp_path.glob("graph*.inference-*.dgir"))
     assert len(dumps) == 1 and "sym s0 in [2, inf] div 1" in dumps[0].read_text()
-    fb = dumps[0].with_suffix(".fb")  # graph.fb next to the text: the bytes the core loads
+    fb = dumps[0].with_suffix(".fb")  # graph.fb next to the text: what `dyngen compile` loads
     assert fb.read_bytes()[4:8] == b"DGIR"
     assert _capi.core_print(fb.read_bytes())[0] == dumps[0].read_text()
-    if runtime.plan_for(None)[0] == "capi":  # the reference executor runs no passes
+    if runtime.plan_for(None)[0] == "capi":  # the ATen executor runs no passes
         passes = dumps[0].with_suffix("")  # the core's IR after each pass, for this graph only
         first = (passes / "0_input.dgir").read_text()
         assert first.split("\n", 1)[1] == dumps[0].read_text().split("\n", 1)[1]  # (unnamed)
@@ -234,7 +260,7 @@ def test_capi_dry_run_does_everything_but_launch():
 
 def test_executor_follows_the_tensors(opts):
     """Note [Executor choice]: CUDA tensors get the generated kernels for their GPU; CPU tensors
-    the reference executor unless emulation (or the driver double) is asked for."""
+    the ATen executor unless emulation (or the driver double) is asked for."""
     opts(executor="", target="", driver_double=False)
     assert runtime.plan_for(torch.device("cuda", 1)) == ("capi", "cuda:1")
     assert runtime.plan_for(None) == ("reference", None)
@@ -332,10 +358,10 @@ def test_disabled_passes_reach_the_core(opts, tmp_path):
     """DYNGEN_DISABLE_PASSES (options().disabled_passes) is what `--disable-pass` is for every
     graph the process compiles: "wgmma" builds sm_90a's GEMM on mma.sync, for a GPU A/B run. The
     generated source is read, so nothing here needs a GPU; a misspelt name fails the compile."""
-    from dyngen.executors.native import CapiExecutable
+    from dyngen.executors.native import CapiGraphRunner
 
     def source(name):
-        CapiExecutable(LINEAR_128, target="sm_90a", emit_dir=str(tmp_path / name))
+        CapiGraphRunner(LINEAR_128, target="sm_90a", emit_dir=str(tmp_path / name))
         return (tmp_path / name / "kernels.cu").read_text()
 
     opts(disabled_passes=())

@@ -10,12 +10,13 @@
 #include "runtime/cache_admin.h"
 #include "runtime/cache_entry.h"
 #include "runtime/disk_cache.h"
-#include "tests/runtime/test_dir.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
 
-using test_util::TempDir;
+using testing::TempDir;
 
 struct CliRun {
   int code;
@@ -35,13 +36,13 @@ void populate(const TempDir& t) {
   DiskCache c(o);
   ASSERT_TRUE(c.put("one", "1111").ok());
   ASSERT_TRUE(c.put("two", "22").ok());
-  test_util::write_all(t / "README", "mine");
+  testing::write_all(t / "README", "mine");
 }
 
 void corrupt(const TempDir& t, const std::string& key) {
-  std::string e = test_util::read_all(t / entry_file_name(key));
+  std::string e = testing::read_all(t / entry_file_name(key));
   e.back() ^= 1;
-  test_util::write_all(t / entry_file_name(key), e);
+  testing::write_all(t / entry_file_name(key), e);
 }
 
 TEST(CacheCommand, StatsCountsEntriesBytesAndOtherFiles) {
@@ -103,8 +104,8 @@ TEST(CacheCommand, VerifyRemovesOnlyStaleTemporaries) {
   populate(t);
   const std::string stale = t / (entry_file_name("x") + ".tmp.1.0.0");
   const std::string fresh = t / (entry_file_name("y") + ".tmp.2.0.0");
-  test_util::write_all(stale, "partial");
-  test_util::write_all(fresh, "partial");
+  testing::write_all(stale, "partial");
+  testing::write_all(fresh, "partial");
   const timeval old[2] = {{1000000, 0}, {1000000, 0}};
   ASSERT_EQ(utimes(stale.c_str(), old), 0);
   Result<CacheVerifyReport> v = cache_verify(t.path(), true);
@@ -119,7 +120,7 @@ TEST(CacheCommand, VerifyRemovesOnlyStaleTemporaries) {
 TEST(CacheCommand, ClearRemovesOnlyOurFiles) {
   TempDir t;
   populate(t);
-  test_util::write_all(t / (entry_file_name("x") + ".tmp.1.0.0"), "partial");
+  testing::write_all(t / (entry_file_name("x") + ".tmp.1.0.0"), "partial");
   CliRun r = cache({"clear", "--json", "--cache-dir", t.path()});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("\"removed\":3"), std::string::npos) << r.out;
@@ -169,7 +170,7 @@ TEST(CacheCommand, BadUsageExitsTwo) {
 
 TEST(CacheCommand, UnreadableFolderIsAnInternalError) {
   TempDir t;
-  test_util::write_all(t / "file", "x");
+  testing::write_all(t / "file", "x");
   for (const char* cmd : {"stats", "verify", "clear"}) {
     CliRun r = cache({cmd, "--cache-dir", t / "file"});
     EXPECT_EQ(r.code, 1) << cmd;

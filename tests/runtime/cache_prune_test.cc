@@ -14,12 +14,13 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_key.h"
 #include "runtime/disk_cache.h"
-#include "tests/runtime/test_dir.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
 
-using test_util::TempDir;
+using testing::TempDir;
 
 std::string key_for(const std::string& arch, const std::string& compiler, const std::string& src) {
   return kernel_cache_key(KernelKeyParts{"0.1.0", arch, compiler, std::string(64, 'a'), src});
@@ -124,10 +125,10 @@ TEST(CachePrune, OlderThanRemovesUnusedEntriesAndStaleTemporariesOnly) {
   set_mtime(t / entry_file_name("old"), now - 10 * 86400);
   const std::string stale = t / (entry_file_name("x") + ".tmp.1.0.0");
   const std::string in_flight = t / (entry_file_name("y") + ".tmp.2.0.0");
-  test_util::write_all(stale, "partial");
-  test_util::write_all(in_flight, "partial");
+  testing::write_all(stale, "partial");
+  testing::write_all(in_flight, "partial");
   set_mtime(stale, now - 2 * 3600);
-  test_util::write_all(t / "README", "not ours");
+  testing::write_all(t / "README", "not ours");
 
   int code = 0;
   std::string out = run({"prune", "--older-than", "7", "--cache-dir", t.path(), "--json"}, &code);

@@ -21,12 +21,13 @@
 
 #include "runtime/cache_admin.h"
 #include "runtime/cache_entry.h"
-#include "tests/runtime/test_dir.h"
+#include "tests/common/file_bytes.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
 
-using test_util::TempDir;
+using testing::TempDir;
 
 DiskCacheOptions in(const std::string& dir, int* warnings = nullptr) {
   DiskCacheOptions o;
@@ -72,7 +73,7 @@ TEST(DiskCache, RoundTripAndCounters) {
   EXPECT_EQ(n.write_failures, 0u);
   EXPECT_EQ(n.corrupt_entries, 0u);
   EXPECT_TRUE(c.disk_writable());
-  EXPECT_EQ(test_util::read_all(t / entry_file_name("k")), encode_cache_entry("k", "binary"));
+  EXPECT_EQ(testing::read_all(t / entry_file_name("k")), encode_cache_entry("k", "binary"));
   EXPECT_FALSE(c.put("", "x").ok());
 }
 
@@ -107,9 +108,9 @@ TEST(DiskCache, CorruptAndTruncatedEntriesAreMissesAndReplaced) {
   TempDir t;
   ASSERT_TRUE(DiskCache(in(t.path())).put("a", std::string(4096, 'a')).ok());
   ASSERT_TRUE(DiskCache(in(t.path())).put("b", std::string(4096, 'b')).ok());
-  std::string a = test_util::read_all(t / entry_file_name("a"));
+  std::string a = testing::read_all(t / entry_file_name("a"));
   a[a.size() / 2] ^= 0x20;
-  test_util::write_all(t / entry_file_name("a"), a);
+  testing::write_all(t / entry_file_name("a"), a);
   std::filesystem::resize_file(t / entry_file_name("b"), 100);
 
   DiskCache c(in(t.path()));
@@ -132,7 +133,7 @@ TEST(DiskCache, CorruptAndTruncatedEntriesAreMissesAndReplaced) {
 TEST(DiskCache, ForeignFilesAreIgnoredByGetAndReportedByVerify) {
   TempDir t;
   ASSERT_TRUE(DiskCache(in(t.path())).put("b", "bee").ok());
-  test_util::write_all(t / "notes.txt", "not ours");
+  testing::write_all(t / "notes.txt", "not ours");
   // An entry for key "b" sitting under key "a"'s name (copied by hand, say).
   std::filesystem::copy_file(t / entry_file_name("b"), t / entry_file_name("a"));
 
@@ -218,7 +219,7 @@ void expect_memory_fallback(DiskCache& c, const int& warnings) {
 
 TEST(DiskCache, FolderUnderARegularFileFallsBackToMemory) {
   TempDir t;
-  test_util::write_all(t / "file", "x");
+  testing::write_all(t / "file", "x");
   int warnings = 0;
   DiskCache c(in(t / "file/cache", &warnings));
   expect_memory_fallback(c, warnings);
@@ -275,7 +276,7 @@ TEST(DiskCache, ReadOnlyFolderStillServesHits) {
 
 TEST(DiskCache, DefaultWarningGoesToStderrOnce) {
   TempDir t;
-  test_util::write_all(t / "file", "x");
+  testing::write_all(t / "file", "x");
   ::testing::internal::CaptureStderr();
   {
     DiskCache c(in(t / "file/cache"));

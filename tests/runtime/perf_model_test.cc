@@ -2,15 +2,15 @@
 // in SASS]), occupancy against the CUDA guide's per-SM limits, the achievable estimate's waves and
 // bounds (Note [Achievable estimate]) and the eager baseline's cuBLAS model (Note [Eager
 // baseline]).
-#include "runtime/perf_model.h"
+#include "runtime/model/perf_model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "codegen/eager_baseline.h"
-#include "runtime/occupancy.h"
-#include "runtime/sass_stats.h"
+#include "runtime/model/eager_baseline.h"
+#include "runtime/model/occupancy.h"
+#include "runtime/model/sass_stats.h"
 
 namespace dg {
 namespace {

@@ -42,7 +42,7 @@ output %y
 enum Slot { kMapRan, kAddressOffset, kCols, kRows, kRowStride, kBox, kSymbol, kFallbackRan };
 
 constexpr const char* kSource = R"(#include "dg_device.cuh"
-#include "dg_tma.cuh"
+#include "dg_tma_sm90.cuh"
 
 extern "C" __global__ void with_map(const void* x, void* y, const __grid_constant__ DgTensorMap m,
                                     long long n) {

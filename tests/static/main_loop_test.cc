@@ -1,8 +1,8 @@
 // The tensor-core GEMM main loop's machine code (Note [Lean main loop] in
-// codegen/device/dg_gemm.cuh): for every kernel with tensor-core MMAs in the expert graphs at the
-// models' sizes (the seed's OLMoE shapes and Phi-3.5-MoE's, forward and backward), compiled for
-// sm_80 and sm_90a, the main MMA loop (Note [Loops in SASS] in runtime/sass_stats.h) holds no
-// inner loop and issues at most 2.5 instructions per HMMA on sm_80 (the target) and 2.75 on
+// codegen/device/dg_gemm_sm80.cuh): for every kernel with tensor-core MMAs in the expert graphs at
+// the models' sizes (the seed's OLMoE shapes and Phi-3.5-MoE's, forward and backward), compiled for
+// sm_80 and sm_90a, the main MMA loop (Note [Loops in SASS] in runtime/model/sass_stats.h) holds
+// no inner loop and issues at most 2.5 instructions per HMMA on sm_80 (the target) and 2.75 on
 // sm_90a, and ptxas spills nothing. On sm_90a ptxas schedules the same source a few instructions
 // longer in some kernels (82 for 32 HMMA in the backward's transposed-B GEMM, where sm_80 takes
 // 79). The sm_90a wgmma kernels (Note [sm_90a GEMMs]) are held to the same figure per HMMA's worth
@@ -12,25 +12,22 @@
 // pairs (Note [Paired stores] in codegen/device/dg_store.cuh).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 
 #include "ir/graph_io.h"
 #include "runtime/cached_binary.h"
 #include "runtime/compiler.h"
-#include "runtime/sass_stats.h"
-#include "runtime/sass_tools.h"
+#include "runtime/model/sass_stats.h"
+#include "runtime/model/sass_tools.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg {
 namespace {
 
 double max_instructions_per_mma(const std::string& arch) { return arch == "sm_80" ? 2.5 : 2.75; }
 
-std::string cache_dir() {
-  if (const char* d = std::getenv("DYNGEN_CACHE_DIR")) return d;
-  return (std::filesystem::temp_directory_path() / "dyngen-static-test-cache").string();
-}
+std::string cache_dir() { return testing::run_cache_dir("dyngen-static-test-cache"); }
 
 std::string join(const std::vector<std::string>& operands) {
   std::string s;
@@ -48,7 +45,7 @@ void compile_with_sass(const char* fixture, const char* arch, CompiledSass* out)
   std::string why;
   const std::string tool = find_cuobjdump(&why);
   ASSERT_FALSE(tool.empty()) << why << "\nscripts/setup.sh installs cuobjdump and nvdisasm.";
-  LoadResult g = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + fixture + ".dgir");
+  LoadResult g = load_graph_file(testing::fixture_path(std::string(fixture) + ".dgir"));
   ASSERT_TRUE(g.ok()) << g.error;
   CompileRequest req;
   req.target = arch;

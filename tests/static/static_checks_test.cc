@@ -3,24 +3,24 @@
 // for sm_80 and sm_90a:
 // ptxas reports 0 spill bytes and shared memory within the architecture's limits, and the SASS
 // of every kernel with bf16 contractions shows tensor-core MMAs (HMMA): bf16 GEMMs lower to the
-// tensor-core template (codegen/device/dg_gemm.cuh), and on sm_90a every kernel with tensor maps
-// shows HGMMA and UTMALDG (Note [sm_90a GEMMs]). The SASS checker itself is checked on the
-// mma test kernels of tests/emu against scalar kernels.
+// tensor-core template (codegen/device/dg_gemm_sm80.cuh), and on sm_90a every kernel with tensor
+// maps shows HGMMA and UTMALDG (Note [sm_90a GEMMs]). The SASS checker itself is checked on the mma
+// test kernels of tests/emu against scalar kernels.
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "ir/graph_io.h"
 #include "runtime/cached_binary.h"
 #include "runtime/compiler.h"
 #include "runtime/emu/device_headers.h"
+#include "runtime/model/sass_tools.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
-#include "runtime/sass_tools.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
 #include "tests/emu/basic_kernels.h"
 #include "tests/emu/tensor_core_kernels.h"
 
@@ -29,10 +29,7 @@ namespace {
 
 constexpr const char* kArchs[] = {"sm_80", "sm_90a"};
 
-std::string cache_dir() {
-  if (const char* d = std::getenv("DYNGEN_CACHE_DIR")) return d;
-  return (std::filesystem::temp_directory_path() / "dyngen-static-test-cache").string();
-}
+std::string cache_dir() { return testing::run_cache_dir("dyngen-static-test-cache"); }
 
 std::string cuobjdump_or_fail() {
   std::string why;
@@ -62,7 +59,7 @@ void PrintTo(const StaticCase& c, std::ostream* os) { *os << c.name; }
 std::vector<StaticCase> static_cases() {
   std::vector<StaticCase> cases;
   for (const char* f : {"seed_expert_mlp", "seed_expert_mlp_backward", "phi35moe_expert_mlp"}) {
-    LoadResult r = load_graph_file(std::string(DG_FIXTURES_DIR) + "/" + f + ".dgir");
+    LoadResult r = load_graph_file(testing::fixture_path(std::string(f) + ".dgir"));
     if (!r.ok()) throw std::runtime_error(r.error);
     cases.push_back({f, std::move(r.graph)});
   }

@@ -1,4 +1,4 @@
-// The wgmma primitive's machine code (codegen/device/dg_wgmma.cuh): the wgmma test kernels
+// The wgmma primitive's machine code (codegen/device/dg_wgmma_sm90.cuh): the wgmma test kernels
 // (tests/emu/wgmma_kernels.h), compiled by NVRTC for sm_90a as every device compile is, issue
 // HGMMA.64xNx16.F32.BF16 with the N they ask for (16 to 256), spill nothing, and issue a
 // warpgroup fence (WARPGROUP.ARRIVE) before their MMAs; no GPU needed.
@@ -11,10 +11,10 @@
 
 #include "runtime/compiler.h"
 #include "runtime/emu/device_headers.h"
+#include "runtime/model/sass_stats.h"
+#include "runtime/model/sass_tools.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
-#include "runtime/sass_stats.h"
-#include "runtime/sass_tools.h"
 #include "tests/emu/tma_kernels.h"
 #include "tests/emu/wgmma_gemm_kernels.h"
 #include "tests/emu/wgmma_kernels.h"

@@ -13,10 +13,11 @@ The package follows the data path, top to bottom; a module imports only from lay
     partition | views   graphs with ops dyngen cannot take, compiled in regions around them;
                         outputs that are views of inputs rebuilt as true views
     report              dyngen.stats() / reset_stats(): the counters, the C library's, the cache's
-    compiled            an exported graph bound to an executable, called with FX arguments
-    fx | executors      fx: FX graph -> IR (export.py, the lowering registry, one module per op
-                        family); executors: IR -> something that runs (the C executor, the
-                        reference executor, the kernel cache); the two never import each other
+    compiled            an exported graph bound to a GraphRunner, called with FX arguments
+    fx | executors      fx: FX graph -> IR (export.py, node_to_ir.py and the FX op handler
+                        registry, one module per op family); executors: IR -> a GraphRunner (the
+                        C executor, the ATen executor, the kernel cache); the two never import
+                        each other
     core                the C API binding: library, graph handles, the IR builder, element types
     counters            what happened, counted (fallbacks warned once, or raised when strict)
     options | errors    the environment read once; the exceptions
@@ -24,7 +25,9 @@ The package follows the data path, top to bottom; a module imports only from lay
 `dyngen.thunderfx` and `dyngen.aot` import Thunder and AOTAutograd, so they load on first use.
 """
 
-from .compiled import CompiledGraph, compile_graph
+from pathlib import Path as _Path
+
+from .compiled import CompiledGraph, compile_fx_graph
 from .errors import (
     ExportError,
     FallbackError,
@@ -35,7 +38,7 @@ from .errors import (
     Unsupported,
 )
 from .executors.cache import cache_dir
-from .executors.executable import Executable
+from .executors.graph_runner import GraphRunner
 from .executors.runtime import compile_ir, compile_text, executor_kind
 from .fx.export import Exported, export
 from .report import reset_stats, stats  # also registers DYNGEN_CACHE_SUMMARY's report at exit
@@ -51,8 +54,8 @@ __all__ = [
     "Exported",
     "export",
     "CompiledGraph",
-    "compile_graph",
-    "Executable",
+    "compile_fx_graph",
+    "GraphRunner",
     "compile_ir",
     "compile_text",
     "executor_kind",
@@ -62,7 +65,9 @@ __all__ = [
     "aot",
     "cache_dir",
 ]
-__version__ = "0.1.0"
+# The VERSION file beside this one is the only place the version is written (Note [One version]
+# in the top CMakeLists.txt).
+__version__ = (_Path(__file__).parent / "VERSION").read_text().strip()
 
 
 def __getattr__(name):

@@ -11,6 +11,7 @@ names them in Unsupported, and the graph is compiled in parts around them (Note 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import torch
 from torch._decomp import get_decompositions
@@ -18,7 +19,7 @@ from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import DataDependentOutputException
 
-from .compiled import compile_graph
+from .compiled import compile_fx_graph
 from .core.ir import IRTypeError
 from .counters import bump, count_where, record_fallback
 from .errors import FallbackError, Unsupported
@@ -45,141 +46,140 @@ DECOMPOSITIONS = get_decompositions(
 )
 
 
+@dataclasses.dataclass
+class _Outcome:
+    """How one ATen graph runs (Note [Where graphs and ops ran]) and the callable that runs it.
+    `part()` is the record `report(part)` receives: the optional fields appear only when set."""
+
+    graph: str
+    where: str  # "dyngen", "partial" or "aten"
+    fn: Callable
+    dyngen_ops: int = 0
+    aten_ops: int = 0
+    reason: str = ""
+    rng_draws: int | None = None  # random draws PyTorch runs first (Note [Random numbers])
+    host_reads: int | None = None  # sizes read from tensors (Note [Sizes read from tensors])
+    regions: int | None = None  # dyngen regions of a graph compiled in parts
+    pinned: str | None = None  # the symbols pinned (Note [Pinned symbols])
+
+    def part(self) -> dict:
+        d = {
+            "graph": self.graph,
+            "where": self.where,
+            "dyngen_ops": self.dyngen_ops,
+            "aten_ops": self.aten_ops,
+        }
+        for key in ("rng_draws", "host_reads", "regions", "pinned"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        d["reason"] = self.reason
+        return d
+
+
+def _as_aten(name: str, gm: torch.fx.GraphModule, aten_ops: int, reason: str, fn=None) -> _Outcome:
+    """The graph runs as ATen ops (`fn`, default the graph itself), for `reason`."""
+    return _Outcome(name, "aten", gm if fn is None else fn, aten_ops=aten_ops, reason=reason)
+
+
+def _count_ops(gm: torch.fx.GraphModule) -> int:
+    return sum(1 for n in gm.graph.nodes if n.op == "call_function")
+
+
 def _compile_or_eager(
     gm: torch.fx.GraphModule, example_inputs, name: str, report=None, prebuild_archs=None
 ):
-    """dyngen's executable for one ATen graph; when the whole graph does not export, dyngen
+    """dyngen's GraphRunner for one ATen graph; when the whole graph does not export, dyngen
     compiles the regions it can and PyTorch runs the rest (Note [Partial graphs]); each outcome is
     counted (Note [Where graphs and ops ran]), logged, and passed to `report(part)`.
     `prebuild_archs`: runtime.compile_ir."""
-    n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    n_ops = _count_ops(gm)
     try:
-        fn = compile_graph(gm, example_inputs, name, prebuild_archs=prebuild_archs)
-        part = {"graph": name, "where": "dyngen", "dyngen_ops": n_ops, "aten_ops": 0, "reason": ""}
+        fn = compile_fx_graph(gm, example_inputs, name, prebuild_archs=prebuild_archs)
+        out = _Outcome(name, "dyngen", fn, dyngen_ops=n_ops)
     except FallbackError:  # DYNGEN_STRICT=1 (Note [No silent fallbacks])
         raise
     except (Unsupported, IRTypeError) as e:
-        part = _pinned(gm, example_inputs, name, e, prebuild_archs)
-        fn = part.pop("fn")
+        out = _pinned(gm, example_inputs, name, e, prebuild_archs)
     except Exception as e:  # noqa: BLE001 - an internal error: this graph runs as ATen ops
-        part = {
-            "graph": name,
-            "where": "aten",
-            "dyngen_ops": 0,
-            "aten_ops": n_ops,
-            "reason": f"{type(e).__name__}: {e}",
-        }
-        fn = gm
+        out = _as_aten(name, gm, n_ops, f"{type(e).__name__}: {e}")
     count_where(
-        part["where"],
-        dyngen=part["dyngen_ops"],
-        aten=part["aten_ops"],
-        rng=part.get("rng_draws", 0),
-        host=part.get("host_reads", 0),
+        out.where,
+        dyngen=out.dyngen_ops,
+        aten=out.aten_ops,
+        rng=out.rng_draws or 0,
+        host=out.host_reads or 0,
     )
-    if part["where"] == "dyngen":
+    if out.where == "dyngen":
         log.info(
             "%s: compiled by dyngen (%d ops; by PyTorch: %d random draws, Note [Random "
             "numbers], %d sizes read from tensors, Note [Sizes read from tensors])",
             name,
-            part["dyngen_ops"],
-            part.get("rng_draws", 0),
-            part.get("host_reads", 0),
+            out.dyngen_ops,
+            out.rng_draws or 0,
+            out.host_reads or 0,
         )
     else:
         record_fallback(
             name,
-            part["reason"],
-            what="runs in part as ATen ops" if part["where"] == "partial" else "runs eagerly",
+            out.reason,
+            what="runs in part as ATen ops" if out.where == "partial" else "runs eagerly",
         )
         log.debug("ATen graph for %s:\n%s", name, gm.code)
     if report is not None:
-        report(part)
-    return make_boxed_func(with_true_views(gm, fn))  # Note [Outputs that are views]
+        report(out.part())
+    return make_boxed_func(with_true_views(gm, out.fn))  # Note [Outputs that are views]
 
 
-def _pinned(gm, example_inputs, name: str, error: Exception, prebuild_archs) -> dict:
+def _pinned(gm, example_inputs, name: str, error: Exception, prebuild_archs) -> _Outcome:
     """The graph under Dynamo's guards and pinned symbols (Note [Pinned symbols]); when that does
     not export either, in parts (an Unsupported op) or as ATen ops (an IR typing error)."""
-    n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    n_ops = _count_ops(gm)
 
-    def without_pins() -> dict:
+    def without_pins() -> _Outcome:
         if isinstance(error, Unsupported):
             return _partial(gm, name, str(error))
-        reason = f"{type(error).__name__}: {error}"
-        return {
-            "graph": name,
-            "where": "aten",
-            "dyngen_ops": 0,
-            "aten_ops": n_ops,
-            "fn": gm,
-            "reason": reason,
-        }
+        return _as_aten(name, gm, n_ops, f"{type(error).__name__}: {error}")
 
     try:
-        fn = PinnedGraph(gm, example_inputs, name, prebuild_archs, lambda: without_pins()["fn"])
+        fn = PinnedGraph(gm, example_inputs, name, prebuild_archs, lambda: without_pins().fn)
     except FallbackError:
         raise
     except Exception as e:  # noqa: BLE001 - the symbolic failure stands
         log.debug("%s: pinning symbols did not help: %s: %s", name, type(e).__name__, e)
         return without_pins()
     pins = ", ".join(str(s) for s in fn.pinned) or "none"
-    return {
-        "graph": name,
-        "where": "dyngen",
-        "dyngen_ops": n_ops,
-        "aten_ops": 0,
-        "fn": fn,
-        "pinned": pins,
-        "reason": "",
-    }
+    return _Outcome(name, "dyngen", fn, dyngen_ops=n_ops, pinned=pins)
 
 
-def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> dict:
+def _partial(gm: torch.fx.GraphModule, name: str, whole_reason: str) -> _Outcome:
     try:
         r = compile_partial(gm, name)
     except Exception as e:  # noqa: BLE001 - partitioning failed: the graph runs as ATen ops
-        n = sum(1 for x in gm.graph.nodes if x.op == "call_function")
-        return {
-            "graph": name,
-            "where": "aten",
-            "dyngen_ops": 0,
-            "aten_ops": n,
-            "fn": gm,
-            "reason": f"{whole_reason}; partitioning failed: {type(e).__name__}: {e}",
-        }
+        reason = f"{whole_reason}; partitioning failed: {type(e).__name__}: {e}"
+        return _as_aten(name, gm, _count_ops(gm), reason)
     why = "; ".join(f"{op}: {msg}" for op, msg in r.aten_reasons.items()) or whole_reason
     if r.regions and not r.aten_reasons:  # dyngen runs all but the draws (Note [Random numbers])
-        return {
-            "graph": name,
-            "where": "dyngen",
-            "dyngen_ops": r.dyngen_ops,
-            "aten_ops": 0,
-            "rng_draws": r.rng_draws,
-            "host_reads": r.host_reads,
-            "fn": r.fn,
-            "regions": r.regions,
-            "reason": "",
-        }
+        return _Outcome(
+            name,
+            "dyngen",
+            r.fn,
+            dyngen_ops=r.dyngen_ops,
+            rng_draws=r.rng_draws,
+            host_reads=r.host_reads,
+            regions=r.regions,
+        )
     if r.regions == 0:
-        return {
-            "graph": name,
-            "where": "aten",
-            "dyngen_ops": 0,
-            "aten_ops": r.aten_ops,
-            "fn": r.fn,
-            "reason": why,
-        }
-    return {
-        "graph": name,
-        "where": "partial",
-        "dyngen_ops": r.dyngen_ops,
-        "aten_ops": r.aten_ops,
-        "fn": r.fn,
-        "regions": r.regions,
-        "reason": f"partly compiled by dyngen ({r.regions} regions, {r.dyngen_ops} ops); "
+        return _as_aten(name, gm, r.aten_ops, why, fn=r.fn)
+    return _Outcome(
+        name,
+        "partial",
+        r.fn,
+        dyngen_ops=r.dyngen_ops,
+        aten_ops=r.aten_ops,
+        regions=r.regions,
+        reason=f"partly compiled by dyngen ({r.regions} regions, {r.dyngen_ops} ops); "
         f"{r.aten_ops} ops run as ATen: {why}",
-    }
+    )
 
 
 def compile_dynamic(

@@ -1,6 +1,8 @@
-"""An exported FX graph bound to an Executable, callable with the FX graph's own arguments."""
+"""An exported FX graph bound to a GraphRunner, callable with the FX graph's own arguments."""
 
 from __future__ import annotations
+
+import logging
 
 import torch
 from torch.utils import _pytree as pytree
@@ -12,7 +14,7 @@ from .options import log, options
 
 
 class CompiledGraph:
-    """Calls the executable with the IR inputs taken from the FX arguments (tensors made
+    """Calls the GraphRunner with the IR inputs taken from the FX arguments (tensors made
     contiguous, SymInts as ints) and rebuilds the FX outputs (Note [Export outputs])."""
 
     def __init__(self, exported: Exported, name: str = "graph", device=None, prebuild_archs=None):
@@ -20,9 +22,9 @@ class CompiledGraph:
         choice]). `prebuild_archs`: see runtime.compile_ir."""
         self.exported = exported
         self.name = name
-        self.exe = None
+        self.runner = None
         if exported.graph.outputs:
-            self.exe = runtime.compile_ir(
+            self.runner = runtime.compile_ir(
                 exported.graph, name, device=device, prebuild_archs=prebuild_archs
             )
         self._needs_bind = any(o.kind == "sym" for o in exported.outputs)
@@ -36,7 +38,7 @@ class CompiledGraph:
                 ins.append(x if x.is_contiguous() else x.contiguous())
             else:
                 ins.append(int(x))
-        outs = self.exe.run(ins) if self.exe is not None else []
+        outs = self.runner.run(ins) if self.runner is not None else []
         bind = ex.graph.bind_symbols(ins) if self._needs_bind else {}
         leaves = []
         for o in ex.outputs:
@@ -53,7 +55,7 @@ class CompiledGraph:
         return pytree.tree_unflatten(leaves, ex.out_spec)
 
 
-def compile_graph(
+def compile_fx_graph(
     gm: torch.fx.GraphModule, example_inputs=None, name: str = "graph", prebuild_archs=None
 ) -> CompiledGraph:
     """Exports `gm` and compiles it with the process's executor (raises Unsupported);
@@ -66,11 +68,14 @@ def compile_graph(
 def compile_exported(
     exported: Exported, example_inputs=None, name: str = "graph", prebuild_archs=None
 ) -> CompiledGraph:
-    """compile_graph's second half, for a graph already exported (pinned.py exports its own)."""
+    """compile_fx_graph's second half, for a graph already exported (pinned.py exports its own)."""
     bump("exported_graphs")
-    text = exported.text
-    dump(name, text, exported.fb if options().dump_dir else None)
-    log.debug("exported %s:\n%s", name, text)
+    # The C executor compiles from the graph's handle: the text and graph.fb are made only for
+    # DYNGEN_DUMP and the debug log (Note [Executor choice]).
+    if options().dump_dir:
+        dump(name, exported.text, exported.fb)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("exported %s:\n%s", name, exported.text)
     # The CUDA tensors' device if any (a 0-d CPU scalar beside them does not decide), else CPU.
     tensors = [x for x in (example_inputs or []) if isinstance(x, torch.Tensor)]
     device = next((x.device for x in tensors if x.device.type == "cuda"), None)

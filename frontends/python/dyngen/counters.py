@@ -153,7 +153,7 @@ def dump_stem(name: str, text: str) -> str:
 
 
 def dump(name: str, text: str, fb: bytes | None = None) -> None:
-    """DYNGEN_DUMP=DIR: writes the exported graph as DIR/<stem>.fb (graph.fb, what the core loads)
+    """DYNGEN_DUMP=DIR: writes the exported graph as DIR/<stem>.fb (graph.fb, for `dyngen compile`)
     and DIR/<stem>.dgir (its IR text form, for reading); the C executor has the core write its IR
     after each pass and the generated source under DIR/<stem>/ (stem: dump_stem)."""
     d = options().dump_dir

@@ -24,9 +24,9 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .compiled import compile_graph
+from .compiled import compile_fx_graph
 from .fx.export import unsupported_reason
-from .fx.lowering import op_key
+from .fx.node_to_ir import op_key
 from .fx.random_draws import hoist_random_draws
 from .fx.values import meta_val, symbol_sources
 
@@ -100,7 +100,7 @@ def _calls(gm) -> list:
 
 def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
     """Note [Partial graphs]. Returns the outer GraphModule (regions replaced by dyngen's
-    executables) and the op counts; a region that does not compile stays as ATen ops."""
+    compiled graphs) and the op counts; a region that does not compile stays as ATen ops."""
 
     sources = symbol_sources(gm)
     n_calls = len(_calls(gm))
@@ -142,7 +142,7 @@ def compile_partial(gm: torch.fx.GraphModule, name: str) -> PartialResult:
         _add_symbol_inputs(fused, node, sub, sources)
         try:
             examples = [p.meta.get("val") for p in sub.graph.nodes if p.op == "placeholder"]
-            compiled = compile_graph(sub, examples, f"{name}.{node.target}")
+            compiled = compile_fx_graph(sub, examples, f"{name}.{node.target}")
         except Exception as e:  # noqa: BLE001 - this region runs as ATen ops
             reasons.setdefault(f"region {node.target}", f"{type(e).__name__}: {e}")
             continue

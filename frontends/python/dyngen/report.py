@@ -1,6 +1,6 @@
 """`dyngen.stats()` and `dyngen.reset_stats()`: one dict that tells whether anything recompiled.
 
-It merges the frontend's counters (counters.py) with the C library's (dg_get_stats) once the
+It merges the frontend's counters (counters.py) with the C library's (all of them, by name) once the
 library is loaded, sums Thunder's cache misses over every Thunder-compiled graph of every live
 ThunderFX backend, and adds the kernel cache's report. DYNGEN_CACHE_SUMMARY=1 prints one line of
 it at exit. It sits on top of the executors because it reads them; nothing below imports it.
@@ -21,12 +21,11 @@ def stats() -> dict:
     d, used = counters.snapshot()
     runtime.executor_kind()  # loads the library first: a process may use the C API directly
     capi = runtime.capi_stats()
-    if capi is not None:  # the reference executor's compiles are counted here, the C ones there
-        for k in ("graphs_compiled", "nvrtc_compiles", "cache_hits_memory", "cache_hits_disk"):
-            d[k] += capi[k]
-        d["launches"] = capi["launches"]
-        d["unaligned_launches"] = capi["unaligned_launches"]
-        d["tma_fallback_launches"] = capi["tma_fallback_launches"]
+    if capi is not None:
+        # Every counter of the C library (runtime/dyngen_stats.def lists them). One the frontend
+        # counts too is summed: the ATen executor's compiles are counted here, the C ones there.
+        for k, v in capi.items():
+            d[k] = d.get(k, 0) + v
     d["executor"] = used or runtime.executor_name(*runtime.plan_for(None))
     d["thunder_cache_misses"] = counters.thunder_cache_misses()
     d["cache"] = cache_report(d)

@@ -1,7 +1,7 @@
 """Outputs of an ATen graph that are views: PyTorch computes them, on the caller's tensors.
 
 Note [Outputs that are views]
-dyngen's executables write every output into a fresh contiguous tensor. That is the right value,
+dyngen's GraphRunners write every output into a fresh contiguous tensor. That is the right value,
 but not the right tensor when the ATen graph's output is a view of one of its inputs (or of another
 output): AOTAutograd does not take such an output as it comes, it regenerates the alias from the
 real base (runtime_wrappers.AliasOfInputHandler, gen_alias_from_base), and when the view has

@@ -1,17 +1,19 @@
 """ctypes binding of the C API (runtime/dyngen.h): loading the library, its signatures, errors,
-counters, graph handles and the dg_tensor argument layout. The Executable over it is
+counters, graph handles and the dg_tensor argument layout. The GraphRunner over it is
 executors/native.py (Note [Executor choice]).
 
 The library is found at $DYNGEN_LIB, else next to this package (an installed package), else in
 <repo>/build (a checkout).
 Every function returns DG_OK or an error code with a message from dg_last_error().
-Graphs reach the core as graph.fb bytes (the core's writer, `dg_graph_load`); the IR text form
-(`dg_graph_load_text`) is accepted too, for debugging and for comparing the two.
+Graphs built in Python are already the core's (a dg_graph handle, core/ir.py); load_graph reads
+graph.fb bytes (`dg_graph_load`: dumped graphs, tests) and the IR text form (`dg_graph_load_text`,
+for debugging and for comparing the two).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 from pathlib import Path
@@ -49,23 +51,6 @@ class DgCompileOptions(ctypes.Structure):
         ("emit_dir", ctypes.c_char_p),
         ("disabled_passes", ctypes.c_char_p),
         ("source_arch", ctypes.c_char_p),
-    ]
-
-
-class DgStats(ctypes.Structure):
-    _fields_ = [
-        (n, ctypes.c_int64)
-        for n in (
-            "graphs_compiled",
-            "nvrtc_compiles",
-            "cache_hits_memory",
-            "cache_hits_disk",
-            "cache_misses",
-            "cache_corrupt",
-            "launches",
-            "unaligned_launches",
-            "tma_fallback_launches",
-        )
     ]
 
 
@@ -126,8 +111,12 @@ _SIGNATURES = {
             ctypes.c_void_p,
         ],
     ),
-    "dg_get_stats": (None, [ctypes.POINTER(DgStats)]),
+    "dg_get_stats": (None, [ctypes.c_void_p]),  # a DgStats (below)
     "dg_reset_stats": (None, []),
+    "dg_stats_count": (ctypes.c_int, []),
+    "dg_stats_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "dg_stats_doc": (ctypes.c_char_p, [ctypes.c_int]),
+    "dg_stats_values": (None, [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]),
 }
 
 _lib = None
@@ -185,10 +174,38 @@ def _check(rc: int, what: str) -> None:
     raise RuntimeError(f"{what} failed (code {rc}): {msg}")
 
 
+# The C library's counters are listed once, in runtime/dyngen_stats.def; the library describes
+# them (dg_stats_count, dg_stats_name, dg_stats_doc), so nothing here names them.
+@functools.cache
+def stat_docs() -> dict[str, str]:
+    """{counter name: its one-line meaning}, in dg_stats's order."""
+    lib = load()
+    return {
+        lib.dg_stats_name(i).decode(): lib.dg_stats_doc(i).decode()
+        for i in range(lib.dg_stats_count())
+    }
+
+
+@functools.cache
+def _dg_stats_struct() -> type[ctypes.Structure]:
+    return type(
+        "DgStats", (ctypes.Structure,), {"_fields_": [(n, ctypes.c_int64) for n in stat_docs()]}
+    )
+
+
+def __getattr__(name: str):
+    # DgStats, the dg_stats struct, is built from the library's description when first used.
+    if name == "DgStats":
+        return _dg_stats_struct()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_stats() -> dict:
-    s = DgStats()
-    load().dg_get_stats(ctypes.byref(s))
-    return {n: getattr(s, n) for n, _ in DgStats._fields_}
+    """{counter name: value} of the C library, in dg_stats's order."""
+    names = list(stat_docs())
+    values = (ctypes.c_int64 * len(names))()
+    load().dg_stats_values(values, len(names))
+    return dict(zip(names, values))
 
 
 def reset_stats() -> None:

@@ -9,7 +9,7 @@ core canonicalized (arithmetic, bounds, proofs and printing are C calls), so two
 graph are equal exactly when the core's canonical forms are. `Graph.text` and `Graph.fb` are the
 core's printer and graph.fb writer. Python keeps only what it needs to call a graph: each input's
 type and the symbols, as handles, and the list of nodes as they were forwarded (op name, input
-ids, attributes, output id) for the reference executor (executors/reference.py), which reads
+ids, attributes, output id) for the ATen executor (executors/aten_executor.py), which reads
 every result's type from the core.
 """
 
@@ -254,6 +254,12 @@ class Graph:
     def tensor(self, vid: int) -> TensorType:
         return self._builder.tensor(vid)
 
+    @property
+    def handle(self):
+        """The core's dg_graph (owned by this Graph; None without outputs): what dg_compile takes,
+        so a built graph is compiled without writing and loading graph.fb."""
+        return self._handle
+
     @functools.cached_property
     def text(self) -> str:
         """The core's text form (dg_graph_print)."""
@@ -396,7 +402,7 @@ class GraphBuilder:
     def finish(self) -> Graph:
         """The finished graph. A graph without tensor outputs (a backward whose gradients are all
         None, constants or inputs) has nothing to compute: it gets no core graph (the core
-        refuses one without outputs) and its callers run no executable for it."""
+        refuses one without outputs) and its callers run no GraphRunner for it."""
         if not self.outputs:
             return Graph(self, None)
         p = ctypes.c_void_p()

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 
+from ..core.ir import Graph
 from ..counters import bump
 from ..options import log, parse_archs
-from .native import CapiExecutable
+from .native import CapiGraphRunner
 
 
 def cache_dir() -> str:
@@ -40,14 +41,14 @@ def check_archs(archs) -> tuple:
     return out
 
 
-def prebuild(fb: bytes | str, name: str, archs) -> None:
-    """Note [Prebuilding for other GPUs]: compiles graph.fb `fb` (or the IR text) for each arch
-    into the cache."""
+def prebuild(source: Graph | bytes | str, name: str, archs) -> None:
+    """Note [Prebuilding for other GPUs]: compiles a built graph (from its handle), graph.fb bytes
+    or the IR text for each arch into the cache."""
     if not archs:
         return
     for arch in archs:
         try:
-            exe = CapiExecutable(fb, target=arch)
+            exe = CapiGraphRunner(source, target=arch)
         except Exception as e:  # noqa: BLE001 - a prebuild never fails the graph it follows
             bump("prebuild_failed")
             log.warning("prebuild of %s for %s failed: %s", name, arch, e)

@@ -1,5 +1,6 @@
-"""The C Executable: one graph compiled by libdyngen.so and called through the C API's call path
-(Note [The call path]); the reference executor is its twin (Note [Executor choice])."""
+"""The C executor's GraphRunner: one graph compiled by libdyngen.so and called through the C API's
+call path (Note [The call path]); the ATen executor (aten_executor.py) is its twin
+(Note [Executor choice])."""
 
 from __future__ import annotations
 
@@ -20,20 +21,22 @@ from ..core.capi import (
     load,
     load_graph,
 )
+from ..core.ir import Graph
 from ..errors import LaunchError
 from ..options import options
-from .executable import Executable
+from .graph_runner import GraphRunner
 
 
-class CapiExecutable(Executable):
-    """One graph compiled by the core. `source` is graph.fb bytes (what the frontend sends) or the
-    IR text (debugging)."""
+class CapiGraphRunner(GraphRunner):
+    """One graph compiled by the core (dg_compile). `source` is a built Graph, compiled from the
+    core's graph handle as it is (what the frontend sends: no graph.fb round trip), graph.fb bytes
+    (a dumped graph) or the IR text (debugging)."""
 
     kind = "capi"
 
     def __init__(
         self,
-        source: bytes | str,
+        source: Graph | bytes | str,
         target: str | None = None,
         emit_dir: str | None = None,
         host_memory_as_device: bool = False,
@@ -52,7 +55,12 @@ class CapiExecutable(Executable):
         if disabled_passes is None:
             disabled_passes = options().disabled_passes
         self.disabled_passes = tuple(disabled_passes)
-        g = load_graph(source)
+        if isinstance(source, Graph):
+            g, owned = source.handle, False
+            if g is None:
+                raise ValueError(f"graph {source.name} has no outputs: nothing to compile")
+        else:
+            g, owned = load_graph(source), True
         try:
             opts = DgCompileOptions(
                 target.encode() if target else None,
@@ -64,7 +72,8 @@ class CapiExecutable(Executable):
             exe = _P()
             _check(lib.dg_compile(g, ctypes.byref(opts), ctypes.byref(exe)), "dg_compile")
         finally:
-            lib.dg_graph_free(g)
+            if owned:
+                lib.dg_graph_free(g)
         self._exe = exe
         # The call path's two entry points with every pointer passed as an integer: ctypes then
         # converts each argument without checking a Structure array's type (Note [The call path]).
@@ -245,7 +254,7 @@ class _Plan:
 
 
 class _CallState:
-    """Per thread and executable: the plans, and the workspace with the (device, stream) it was
+    """Per thread and runner: the plans, and the workspace with the (device, stream) it was
     last used on."""
 
     __slots__ = ("plans", "workspace", "workspace_on")

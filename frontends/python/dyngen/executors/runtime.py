@@ -1,21 +1,24 @@
-"""The executor seam: an exported graph -> an Executable that runs it for any symbol values.
+"""The executor seam: an exported graph -> a GraphRunner that runs it for any symbol values.
 
 Note [Executor choice]
-Two implementations of one interface:
-  "capi"       libdyngen.so through ctypes (native.py over core/capi.py): the C core verifies,
-               compiles (NVRTC or the host compiler), caches in memory and on disk, and launches.
-  "reference"  a PyTorch interpreter of a built graph (reference.py): the node list GraphBuilder
-               recorded as it forwarded each op to the core, run with ATen ops one by one and
-               checked against the types the core inferred; no code generation, still one compile
-               for every size.
+Two implementations of one interface (GraphRunner, graph_runner.py):
+  "capi"       the C executor: libdyngen.so through ctypes (native.py over core/capi.py): the C
+               core verifies, compiles (NVRTC or the host compiler), caches in memory and on
+               disk, and launches. A built graph is compiled from its dg_graph handle.
+  "reference"  the ATen executor, a PyTorch interpreter of a built graph (aten_executor.py): the
+               node list GraphBuilder recorded as it forwarded each op to the core, run with ATen
+               ops one by one and checked against the types the core inferred; no code
+               generation, still one compile for every size. It is the production CPU executor,
+               not the numerics checker of runtime/reference/; its kind keeps the name users
+               select it by (DYNGEN_EXECUTOR=reference, stats()["executor"]).
 The executor follows the tensors (the device of the graph's example inputs):
   CUDA tensors  the generated kernels ("capi", target cuda:N);
-  CPU tensors   the reference executor by default, since the host emulation of the CUDA kernels
+  CPU tensors   the ATen executor by default, since the host emulation of the CUDA kernels
                 is far slower than eager there; DYNGEN_EXECUTOR=emulate runs the generated kernels
                 under host emulation ("capi", target host), as `dyngen run` and the kernel tests
                 do; DYNGEN_TEST_DRIVER_DOUBLE=1 (tests) sends them down the GPU path through the
                 driver double.
-DYNGEN_EXECUTOR=reference forces the reference executor everywhere; DYNGEN_TARGET forces a target.
+DYNGEN_EXECUTOR=reference forces the ATen executor everywhere; DYNGEN_TARGET forces a target.
 Graphs are built through libdyngen.so (Note [One IR] in core/ir.py), so both executors need it: a
 missing library is reported (LibraryNotFound) when the first graph is built. A graph given as IR
 text (compile_text) is parsed by the core and has no Python node list: it runs on the C executor
@@ -39,14 +42,14 @@ from ..core import capi
 from ..core.ir import Graph
 from ..counters import bump, dump_stem, note_executor
 from ..options import log, options
+from .aten_executor import AtenGraphRunner
 from .cache import prebuild
-from .executable import Executable
-from .native import CapiExecutable
-from .reference import ReferenceExecutable
+from .graph_runner import GraphRunner
+from .native import CapiGraphRunner
 
 _kind: str | None = None
 _lock = threading.Lock()
-_memory: dict[str, Executable] = {}
+_memory: dict[str, GraphRunner] = {}
 
 
 def plan_for(device=None) -> tuple[str, str | None]:
@@ -89,8 +92,8 @@ def executor_kind() -> str:
 
 def compile_ir(
     graph: Graph, name: str = "graph", *, device=None, prebuild_archs=None
-) -> Executable:
-    """Compiles (or fetches) the executable for a built graph, for tensors on `device` (None: the
+) -> GraphRunner:
+    """Compiles (or fetches) the GraphRunner for a built graph, for tensors on `device` (None: the
     CPU). `prebuild_archs` (default: DYNGEN_PREBUILD_ARCHS): also compile the graph for these
     archs into the kernel cache, whatever runs it here (Note [Prebuilding for other GPUs] in
     cache.py)."""
@@ -98,12 +101,12 @@ def compile_ir(
     executor_kind()
     note_executor(executor_name(kind, target))
     if kind == "capi":
-        exe = _compile_capi(graph.fb, name, graph.text, target, device)
+        exe = _compile_capi(graph, name, target, device)
         _prebuild(graph, name, prebuild_archs)
         return exe
     if graph.nodes is None:  # parsed by the core, not built here (GraphBuilder.from_text)
         raise ValueError(
-            f"{name}: the reference executor runs graphs built by GraphBuilder; "
+            f"{name}: the ATen executor runs graphs built by GraphBuilder; "
             "this one was parsed by the core and has no node list"
         )
     _prebuild(graph, name, prebuild_archs)
@@ -115,20 +118,20 @@ def compile_ir(
             bump("cache_hits_memory")
             log.info("%s: memory cache hit (key %s)", name, key[:12])
             return exe
-    exe = ReferenceExecutable(graph, key)
+    exe = AtenGraphRunner(graph, key)
     with _lock:
         _memory[key] = exe
-    log.info("compiled %s with the reference executor (key %s)", name, key[:12])
+    log.info("compiled %s with the ATen executor (key %s)", name, key[:12])
     return exe
 
 
 def _prebuild(graph: Graph, name: str, prebuild_archs) -> None:
     archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if archs:
-        prebuild(graph.fb, name, archs)
+        prebuild(graph, name, archs)
 
 
-def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=None) -> Executable:
+def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=None) -> GraphRunner:
     """compile_ir for a graph given in the IR text form, parsed by the core. It has no Python
     node list, so it runs on the C executor: CPU tensors under host emulation unless the plan
     names a target (Note [Executor choice])."""
@@ -142,16 +145,18 @@ def compile_text(text: str, name: str = "graph", device=None, prebuild_archs=Non
             )
         target = options().target or "host"
     note_executor(executor_name("capi", target))
-    exe = _compile_capi(text, name, text, target, device)
+    exe = _compile_capi(text, name, target, device)
     archs = options().prebuild_archs if prebuild_archs is None else prebuild_archs
     if archs:
         prebuild(text, name, archs)
     return exe
 
 
-def _compile_capi(source: bytes | str, name: str, text: str, target: str, device) -> Executable:
+def _compile_capi(source: Graph | str, name: str, target: str, device) -> GraphRunner:
+    """A CapiGraphRunner for a built graph (compiled from its handle) or the IR text."""
     emit_dir = None
     if options().dump_dir:  # the core's files for this graph, next to counters.dump's
+        text = source.text if isinstance(source, Graph) else source
         emit_dir = os.path.join(options().dump_dir, dump_stem(name, text))
     emulation = None
     if (
@@ -162,8 +167,8 @@ def _compile_capi(source: bytes | str, name: str, text: str, target: str, device
         # The double runs each kernel with the host module of the same source, which must be
         # loaded in this process (Note [How the double runs a kernel]); its devices are sm_90a,
         # whose source has the wgmma kernels (tests/driver_double/double_test_util.cc).
-        emulation = CapiExecutable(source, target="host", source_arch="sm_90a")
-    exe = CapiExecutable(
+        emulation = CapiGraphRunner(source, target="host", source_arch="sm_90a")
+    exe = CapiGraphRunner(
         source, target=target, emit_dir=emit_dir, host_memory_as_device=emulation is not None
     )
     exe._emulation = emulation

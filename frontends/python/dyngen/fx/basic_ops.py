@@ -1,5 +1,9 @@
-"""The lowerings of the core op families: elementwise, linear algebra, views and layout, casts,
-reductions, indexing, and factories (Note [Lowering registry] in registry.py)."""
+"""The FX -> IR handlers of the core op families: elementwise, linear algebra, views and layout,
+casts, reductions, indexing, and factories (Note [FX op handler registry] in registry.py).
+
+It is one file past 500 lines because these families register through one table (at the end) and
+share its argument helpers; the families with their own helpers (nn_ops, select_ops, attention_ops)
+are modules of their own."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ from ..core.ir import (
 )
 from ..core.ops import DType
 from ..errors import ExportError, Unsupported
-from .lowering import lower_node
+from .node_to_ir import node_to_ir
 from .sym_ops import SymBool
 from .values import Ref, dtype_of, meta_val
 
@@ -110,7 +110,7 @@ def export(
 
 def unsupported_reason(node: torch.fx.Node) -> str | None:
     """Whether the exporter can take this one FX node: None if it can, else the reason (naming
-    the op). The node is lowered on its own in a scratch exporter whose inputs are the node's
+    the op). The node is translated on its own in a scratch exporter whose inputs are the node's
     operands, typed from their FakeTensor metadata, so every check of the real export (handler
     arguments, IR typing, Note [Export checks every node against PyTorch]) applies. What the
     check cannot see is the graph around the node: whether its symbols are bindable
@@ -288,13 +288,13 @@ class _Exporter:
                 continue
             if n.op == "call_module":
                 raise Unsupported(f"op call_module ({n.target})")
-            result = lower_node(self, n)
+            result = node_to_ir(self, n)
             self.env[n] = result
             self._check(n, result)
         return self._outputs(out_node, placeholders)
 
     def probe(self, node: torch.fx.Node) -> None:
-        """Lowers `node` alone (unsupported_reason): its operands become inputs of a scratch
+        """Translates `node` alone (unsupported_reason): its operands become inputs of a scratch
         graph; raises Unsupported or ExportError where the real export would."""
 
         if node.op in ("placeholder", "get_attr", "output"):
@@ -311,7 +311,7 @@ class _Exporter:
         self._declare_from_tree(meta_val(node))
         for a in operands:
             self.env[a] = self._probe_operand(a, meta_val(a))
-        self.env[node] = lower_node(self, node)
+        self.env[node] = node_to_ir(self, node)
         self._check(node, self.env[node])
 
     def _declare_from_tree(self, v) -> None:

@@ -76,7 +76,7 @@ def _value(e, bind):
 _BOOL_OPS = {"and_": "and", "or_": "or", "sym_and": "and", "sym_or": "or"}
 
 
-def lower_symbool(ex, n: torch.fx.Node, key: str, target: str, val):
+def symbool_to_ir(ex, n: torch.fx.Node, key: str, target: str, val):
     """A node whose value is a SymBool (or a bool) and whose operands are not tensors."""
     args = [ex.env[a] if isinstance(a, torch.fx.Node) else a for a in n.args]
     if key in _COMPARE and len(args) == 2 and all(_is_int(a) for a in args):

@@ -1,4 +1,4 @@
-"""What the exporter and the lowering families share: tensor references and FX metadata."""
+"""What the exporter and the op handler families share: tensor references and FX metadata."""
 
 from __future__ import annotations
 
