@@ -138,6 +138,19 @@ def _cumsum(xs, a, bind, device):
     return torch.cumsum(xs[0], a["dim"], dtype=a["dtype"].torch if "dtype" in a else None)
 
 
+def _unary_evaluator(op):
+    # _UNARY is read at call time, so a test may replace one of its entries.
+    return lambda xs, a, bind, device: _UNARY[op](xs[0])
+
+
+def _binary_evaluator(op):
+    return lambda xs, a, bind, device: _binary(op, *xs)
+
+
+def _reduce_evaluator(op):
+    return lambda xs, a, bind, device: _reduce(op, xs[0], a)
+
+
 # Every op of ir/ops.def, by name: (inputs, attributes, bound symbols, device) -> its result.
 # tests/python/test_aten_executor_catalog.py checks that the two lists name the same ops.
 _EVALUATORS = {
@@ -145,15 +158,12 @@ _EVALUATORS = {
     "sym_constant": _sym_constant,
     "full": _full,
     "cast": lambda xs, a, bind, device: xs[0].to(a["dtype"].torch),
-    **{op: (lambda op: lambda xs, a, bind, device: _UNARY[op](xs[0]))(op) for op in _UNARY},
-    **{op: (lambda op: lambda xs, a, bind, device: _binary(op, *xs))(op) for op in _BINARY},
+    **{op: _unary_evaluator(op) for op in _UNARY},
+    **{op: _binary_evaluator(op) for op in _BINARY},
     "where": lambda xs, a, bind, device: torch.where(*xs),
     "linear": lambda xs, a, bind, device: F.linear(*xs),
     "matmul": lambda xs, a, bind, device: torch.matmul(*xs),
-    **{
-        op: (lambda op: lambda xs, a, bind, device: _reduce(op, xs[0], a))(op)
-        for op in ("sum", "mean", "amax")
-    },
+    **{op: _reduce_evaluator(op) for op in ("sum", "mean", "amax")},
     "cumsum": _cumsum,
     "reshape": lambda xs, a, bind, device: xs[0].reshape(_ints(a["shape"], bind)),
     "permute": lambda xs, a, bind, device: xs[0].permute(list(a["dims"])),
