@@ -23,7 +23,7 @@ namespace dg {
 namespace {
 constexpr const char* kUsage =
     "plan FILE --bind SYM=N [--bind ...] [--gpu h200|a100] [--arch sm_90a|sm_80] "
-    "[--baseline eager] [--disable-pass NAME] [--cache-dir DIR] [--json]";
+    "[--baseline eager] [--disable-pass NAME] [--cache-dir DIR] [--json | --explain]";
 
 // Checks the bindings against the graph's symbols: every used symbol bound, no unknown name, each
 // value within the symbol's declared range.
@@ -111,8 +111,13 @@ std::map<std::string, SassStats> read_sass(const Executable& exe, const std::str
 int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   // --gpu and --baseline are ours; the rest are the flags compile and run share.
   std::string gpu_name = "h200", baseline;
+  bool explain = false;
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--explain") {
+      explain = true;
+      continue;
+    }
     if (args[i] != "--gpu" && args[i] != "--baseline") {
       rest.push_back(args[i]);
       continue;
@@ -145,7 +150,9 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
            "graph, and the ratio.\n"
            "--disable-pass NAME skips a pass, e.g. a fusion pass, for the "
            "unfused figures;\n"
-           "--disable-pass wgmma keeps sm_90a GEMMs on mma.sync (no wgmma or TMA).\n";
+           "--disable-pass wgmma keeps sm_90a GEMMs on mma.sync (no wgmma or TMA).\n"
+           "--explain: per kernel, the phases and bounds behind its estimate and which one sets\n"
+           "it (--json gives the same figures under each kernel's \"phases\" and \"bounds\").\n";
     return kExitOk;
   }
   std::optional<GpuSpec> gpu = find_gpu(gpu_name);
@@ -156,6 +163,12 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   if (!baseline.empty() && baseline != "eager") {
     err << "dyngen: unknown --baseline '" << baseline << "' (known: eager); usage: dyngen "
+        << kUsage << "\n";
+    return kExitInvalidInput;
+  }
+  if (explain && flags.json) {
+    err << "dyngen: --explain and --json: choose one (the JSON holds the breakdown); usage: "
+           "dyngen "
         << kUsage << "\n";
     return kExitInvalidInput;
   }
@@ -260,6 +273,7 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
     print_plan_json(report, out);
   else
     print_plan_text(report, out);
+  if (explain) print_plan_explanation(report, out);
   return kExitOk;
 }
 

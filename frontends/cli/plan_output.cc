@@ -13,9 +13,10 @@ namespace {
 constexpr const char* kEstimateNote =
     "ESTIMATE (a model, not a measurement): per kernel the achievable time is "
     "launch + max(tensor "
-    "+ SIMT pipes, issue rate from the kernel's SASS, DRAM bytes, serial-loop "
-    "latency), each "
-    "for the busiest SM over its waves (Note [Achievable estimate]); the "
+    "+ SIMT pipes, issue rate from the kernel's SASS, shared-memory bytes, DRAM bytes, "
+    "serial-loop latency, and for GEMMs the prologue, main loop and epilogue in series), each "
+    "for the busiest SM over its waves, tensor cores at most 0.73 of the peak (Note [Achievable "
+    "estimate]); the "
     "roofline bound is "
     "max(tensor FLOPs / dense bf16 peak + other FLOPs / fp32 peak, compulsory "
     "bytes / DRAM "
@@ -96,8 +97,8 @@ void print_plan_text(const PlanReport& r, std::ostream& out) {
     }
     out << line;
   }
-  out << "(inst/MMA: main-loop SASS instructions per tensor-core MMA, a wgmma counted as the "
-         "m16n8k16 MMAs its FLOPs make; '+': the loop holds inner loops, counted once)\n";
+  out << "(inst/MMA: main-loop SASS instructions per tensor-core MMA instruction, an HGMMA "
+         "counted once; '+': the loop holds inner loops, counted once)\n";
   const PlanEstimate& p = r.roofline;
   out << "\ntotal: " << p.launches << " launches, " << fmt("%.3f", p.flops / 1e9) << " GFLOP ("
       << fmt("%.3f", p.tensor_flops / 1e9) << " on tensor cores), " << fmt("%.3f", p.bytes / 1e6)
@@ -135,7 +136,37 @@ Json kernel_json(const KernelEstimate& e, const KernelModel& m) {
                  {"memory_seconds", six_digits(m.memory_seconds)},
                  {"issue_seconds", six_digits(m.issue_seconds)},
                  {"latency_seconds", six_digits(m.latency_seconds)},
+                 {"shared_seconds", six_digits(m.shared_seconds)},
                  {"launch_seconds", six_digits(m.launch_seconds)}};
+  Json phases = Json::array();
+  for (const PhaseModel& p : m.phases) {
+    Json figures = Json::object();
+    for (const auto& [what, seconds] : p.figures) figures[what + "_seconds"] = six_digits(seconds);
+    phases.push_back({{"name", p.name},
+                      {"seconds", six_digits(p.seconds)},
+                      {"limiter", p.limiter},
+                      {"figures", std::move(figures)},
+                      {"instructions_per_warp", p.instructions_per_warp},
+                      {"iterations_per_warp", six_digits(p.iterations_per_warp)},
+                      {"serial_loads",
+                       {{"staging_rounds", p.serial.staging_rounds},
+                        {"direct_rounds", p.serial.direct_rounds},
+                        {"shared_rounds", p.serial.shared_rounds},
+                        {"barriers", p.serial.barriers}}},
+                      {"loops_counted_once", p.rolled_loops}});
+  }
+  Json loops = Json::array();
+  for (const LoopModel& l : m.loops)
+    loops.push_back({{"kind", l.kind},
+                     {"address", l.address},
+                     {"iterations_per_warp", six_digits(l.iterations_per_warp)},
+                     {"instructions", l.instructions},
+                     {"inner_loops", l.inner_loops},
+                     {"serial_loads",
+                      {{"staging_rounds", l.serial.staging_rounds},
+                       {"direct_rounds", l.serial.direct_rounds},
+                       {"shared_rounds", l.serial.shared_rounds},
+                       {"barriers", l.serial.barriers}}}});
   return {{"name", kl.name},
           {"summary", kl.summary},
           {"launched", e.launched},
@@ -152,9 +183,16 @@ Json kernel_json(const KernelEstimate& e, const KernelModel& m) {
           {"occupancy_limit", m.occupancy_limit},
           {"waves", whole(m.waves)},
           {"instructions_per_mma", six_digits(m.instructions_per_mma)},
+          {"instructions_per_m16n8k16", six_digits(m.instructions_per_m16n8k16)},
+          {"tensor_fraction", six_digits(m.tensor_fraction)},
+          {"tensor_fraction_why", m.tensor_fraction_why},
           {"main_loop_inner_loops",
            m.instructions_per_mma ? Json(m.main_loop_inner_loops) : Json(nullptr)},
           {"bounds", std::move(bounds)},
+          {"loops", std::move(loops)},
+          {"phases", std::move(phases)},
+          {"overlapped_seconds", six_digits(m.overlapped_seconds)},
+          {"phased_seconds", six_digits(m.phased_seconds)},
           {"limiter", m.limiter},
           {"underfills_gpu", m.underfills_gpu},
           {"estimated_seconds", six_digits(m.estimated_seconds)},

@@ -32,5 +32,8 @@ struct PlanReport {
 
 void print_plan_text(const PlanReport& r, std::ostream& out);
 void print_plan_json(const PlanReport& r, std::ostream& out);
+// Per launched kernel: occupancy, each phase's figures and limiter, the bounds, and which of them
+// sets the estimate (Note [Achievable estimate], Note [Phases in series]); plan_explain.cc.
+void print_plan_explanation(const PlanReport& r, std::ostream& out);
 
 }  // namespace dg

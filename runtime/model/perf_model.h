@@ -11,41 +11,76 @@
 //
 // Note [Achievable estimate]
 // At a binding of the symbols a launch has C blocks (CTAs) of W warps; the GPU has S SMs and holds
-// B of these blocks per SM (occupancy.h), so it runs in waves = ceil(C / (S * B)) with R =
-// min(B, ceil(C / S)) blocks on the busiest SM. Every bound below is the busiest SM's work over
+// R of these blocks per SM (occupancy.h), so it runs in waves = ceil(C / (S * R')) with R' =
+// min(R, ceil(C / S)) blocks on the busiest SM. Every figure below is the busiest SM's work over
 // that SM's rate, per wave, times the waves: a kernel with fewer blocks than SMs leaves the rest
 // idle, and none of its bounds can use them.
-//  - tensor: the block's tensor FLOPs at the SM's share of the tensor peak, scaled by
-//    `mma_sync_fraction` when the SASS shows HMMA rather than HGMMA (Note [GPU facts]); plus
-//    simt: the block's other FLOPs at the SM's share of the fp32 peak (the two pipes are summed,
-//    as in the roofline).
+//  - tensor: the block's tensor FLOPs at the SM's share of the dense peak times the fraction its
+//    MMAs can reach (Note [Tensor-core ceiling]); simt: its other FLOPs at the SM's share of the
+//    fp32 peak.
 //  - issue: the block's dynamic warp-instructions at one per scheduler per clock, with at most
-//    R * W warps to issue from. Dynamic counts come from the SASS (Note [Loops in SASS]): the main
+//    R' * W warps to issue from. Dynamic counts come from the SASS (Note [Loops in SASS]): the main
 //    MMA loop runs tensor_flops / (its MMA FLOPs per iteration) iterations in all, the SIMT work
 //    loops share the FFMAs of the kernel's fp32 contractions (2 FLOPs per lane), and the other
-//    instructions run once per warp, one side of each branch (the longest path: Note [Longest
-//    path] in sass_stats.h). The main loop's instructions per MMA is reported.
+//    instructions run once per warp, one side of each branch (Note [Longest path]).
+//  - shared: the main loop's shared-memory traffic at the SM's shared-memory bandwidth (Note
+//    [Shared-memory operand bandwidth]).
 //  - memory: the compulsory bytes at the DRAM bandwidth (the roofline's memory time).
-//  - latency: a floor for serial loops. One warp's iteration of a loop takes at least its
-//    instructions (one a clock), plus each barrier, plus the latency of a load the same iteration
-//    consumes (Note [Loops in SASS]): a global load staged into shared memory is a first touch
-//    for its CTA, from DRAM for the compulsory share of the bytes the loops load (compulsory
-//    bytes over loaded bytes) and from L2 for the rest (tiles other CTAs load too); a global load
-//    used directly (an epilogue's rank-r operands, re-read by every element) is an L1 hit -- an
-//    ASSUMPTION that such re-read operands are small; a shared-memory load costs the L1 latency.
-//    A warp runs its iterations one after another, and the waves one after another.
+//  - latency: one warp's serial time. An iteration of a counted loop takes at least its
+//    instructions (one a clock), plus each barrier, plus one latency per round of loads it waits
+//    for in series (Note [Serial loads]): a staged global load (a first touch for its CTA) from
+//    DRAM for the compulsory share of the bytes the loops load (compulsory bytes over loaded
+//    bytes) and from L2 for the rest; a global load used directly inside a loop (an operand every
+//    element re-reads) an L1 hit -- an ASSUMPTION that such operands are small -- and in straight
+//    code an L2 hit (first touched by this warp, loaded by other blocks too); a shared-memory load
+//    the L1 latency. The straight code's rounds count once per warp. Warps run their own
+//    instructions one after another, and the waves one after another.
 //  - launch: a fixed cost per launch, added (KERNELS.md: a launch costs 3-5 us; the low end, 3 us,
 //    is taken because a stream's back-to-back launches overlap the host's share).
-// estimated = launch + max(tensor + simt, issue, memory, latency). It is at least the roofline
-// bound, since every term is a per-SM share of a whole-GPU figure. Without the SASS (no cuobjdump)
-// the issue and latency bounds are left out and the report names them; without the ptxas report the
-// register limit of the occupancy is left out and named likewise.
+// A kernel with a main MMA loop is also timed as phases in series (Note [Phases in series]);
+// estimated = launch + max(the bounds, the phases' figure, the roofline bound). Without the SASS
+// (no cuobjdump) the issue, shared, latency and phase figures are left out and the report names
+// them; without the ptxas report the register limit of the occupancy is left out and named
+// likewise.
+//
+// Note [Tensor-core ceiling]
+// No kernel is modelled faster than the best libraries run: cuBLAS reaches 720 TFLOP/s of the
+// H200's 989 (fp16, 2048x8192x8192, KERNELS.md), 0.73 of the dense peak, so every tensor-core
+// MMA is charged at most `GpuSpec::tensor_ceiling` = 0.73 of the peak, wgmma included (HGMMA's
+// peak needs a pipeline no generated kernel has been measured to keep full). HMMA (mma.sync) is
+// charged min(mma_sync_fraction, ceiling) (Note [GPU facts]). And a block of W warps issues MMAs
+// on at most W of the SM's four sub-partitions' tensor units: with R' blocks resident the SM's
+// tensor rate is scaled by min(1, R' * W / 4) (a one-warp CTA alone on an SM reaches a quarter).
+// The eager baseline's cuBLAS keeps its measured 0.80 (Note [Eager baseline]): it is what torch
+// reached on that GPU, at the shapes where cuBLAS is best.
+//
+// Note [Shared-memory operand bandwidth]
+// A main loop reads its MMA operands from shared memory, which serves an SM 128 bytes a clock
+// (Note [GPU facts]): ldmatrix moves 128 bytes per 8x8 matrix, LDS and STS their width times 32
+// lanes, an HGMMA.64xNx16 reads B's N x 16 bf16 and, unless A comes from registers, A's 64 x 16
+// (both once per warpgroup). So a 128x64 tile with two B operands (gate and up) reads ~128 bytes
+// a clock at the full tensor rate, the hardware's limit (KERNELS.md's second review). TMA's
+// writes into shared memory are not counted (their size is in the tensor map, not the SASS).
+//
+// Note [Phases in series]
+// At one block per SM nothing overlaps a block's phases: the prologue (setup, the rank-r operands
+// staged by threads), the main MMA loop and the epilogue (the accumulators' math and stores) run
+// one after another, each at its own limit. So a kernel with a main MMA loop is also timed as the
+// sum of its phases for the busiest SM: the prologue and epilogue from their instructions on the
+// longest path (issue rate) or their serial loads (latency), whichever is longer -- the epilogue
+// also at least its SIMT FLOPs -- and the main loop as the largest of its tensor, issue, shared,
+// memory and latency figures plus one staging latency to fill its pipeline. With R' blocks
+// resident, the other blocks run their phases while one waits, and the figure is the overlapped
+// bounds' plus (phases - overlapped) / R' -- an ASSUMPTION, exact at R' = 1 and tending to the
+// overlapped bounds as blocks are added. A loop outside the counted ones lies on the path once
+// (its trip count is not in the SASS): the phase is then a lower bound, and the plan says so.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/model/roofline.h"
+#include "runtime/model/sass_phases.h"
 #include "runtime/model/sass_stats.h"
 #include "runtime/ptxas_report.h"
 
@@ -67,17 +102,47 @@ struct KernelModelInput {
   std::string no_sass_reason = "cuobjdump not found or failed";  // when sass is null
 };
 
+// One phase of a block (Note [Phases in series]), for the busiest SM over all its waves.
+struct PhaseModel {
+  std::string name;  // "prologue", "main loop", "epilogue"
+  double seconds = 0;
+  std::string limiter;                                  // which figure sets `seconds`
+  std::vector<std::pair<std::string, double>> figures;  // every figure taken, by name
+  int instructions_per_warp = 0;                        // per warp; the main loop's: per iteration
+  double iterations_per_warp = 0;                       // the main loop's
+  SerialLoads serial;                                   // per warp; the main loop's: per iteration
+  int rolled_loops = 0;  // loops counted once: the phase is a lower bound
+};
+
+// A loop the model counts by its iterations (Note [Achievable estimate]).
+struct LoopModel {
+  std::string kind;  // "main MMA loop" or "SIMT loop"
+  int64_t address = 0;
+  double iterations_per_warp = 0;
+  int instructions = 0;  // per iteration, inner loops once
+  int inner_loops = 0;   // counted once an iteration: the figures are lower bounds
+  SerialLoads serial;    // per iteration
+};
+
 struct KernelModel {
   double ctas = 0, waves = 0;
   int ctas_per_sm = 0, warps_per_cta = 0, registers = -1;
   int64_t shared_bytes = 0;  // static plus dynamic, per block
   std::string occupancy_limit;
-  std::optional<double> instructions_per_mma;  // tensor-core kernels with a main MMA loop
+  // Tensor-core kernels with a main MMA loop: the loop's SASS instructions per MMA instruction
+  // (an HGMMA.64x128x16 is one), and per m16n8k16's FLOPs (an HGMMA.64x128x16 makes sixteen).
+  std::optional<double> instructions_per_mma, instructions_per_m16n8k16;
   int main_loop_inner_loops = 0;
+  double tensor_fraction = 1;  // of the SM's dense peak (Note [Tensor-core ceiling])
+  std::string tensor_fraction_why;
   double tensor_seconds = 0, simt_seconds = 0, memory_seconds = 0;
-  std::optional<double> issue_seconds, latency_seconds;  // need the SASS
+  std::optional<double> issue_seconds, latency_seconds, shared_seconds;  // need the SASS
+  std::vector<LoopModel> loops;          // the loops counted by iterations
+  std::vector<PhaseModel> phases;        // Note [Phases in series]; empty without a main MMA loop
+  double overlapped_seconds = 0;         // the largest bound
+  std::optional<double> phased_seconds;  // the phases' figure, with R' blocks resident
   double launch_seconds = 0, estimated_seconds = 0, roofline_seconds = 0;
-  std::string limiter;               // the largest bound: "tensor", "issue", "memory", ...
+  std::string limiter;  // what sets the estimate: "tensor", "issue", "memory", "phases", ...
   bool underfills_gpu = false;       // Note [Underfilled kernels]
   std::vector<std::string> missing;  // fields the model could not fill, and why
 };

@@ -33,7 +33,10 @@ namespace dg {
 // cuBLAS for an mma.sync path on H200, and Hopper microbenchmarks, e.g. Luo et al. 2024, measure
 // mma.sync well below wgmma). Latencies in clocks are approximate public microbenchmark figures
 // for H100/A100 (Chips and Cheese's H100 and A100 articles; ~30 L1 / shared memory, ~200 L2,
-// ~600 DRAM) and an ASSUMED ~20 clocks per block-wide barrier.
+// ~600 DRAM) and an ASSUMED ~20 clocks per block-wide barrier. Shared memory serves 128 bytes per
+// clock per SM (the CUDA guide's 32 banks of 4 bytes, one access each per clock). The
+// `tensor_ceiling`, 0.73, is cuBLAS's measured share of the H200's peak (Note [Tensor-core
+// ceiling] in perf_model.h); the A100's is ASSUMED the same.
 struct GpuSpec {
   std::string name;         // "H200"
   double tensor_flops;      // dense bf16 tensor-core FLOP/s
@@ -51,6 +54,8 @@ struct GpuSpec {
   int max_blocks_per_sm = 32;
   int max_warps_per_sm = 64;
   double mma_sync_fraction = 1;  // share of tensor_flops HMMA (mma.sync) reaches; see above
+  double tensor_ceiling = 0.73;  // the most of tensor_flops any MMA path is charged
+  double shared_bytes_per_clock = 128;
   double l1_latency_clocks = 30, l2_latency_clocks = 200, dram_latency_clocks = 600;
   double barrier_clocks = 20;
 };

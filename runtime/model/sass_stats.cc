@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/model/sass_operands.h"
+
 namespace dg {
 
 namespace {
@@ -16,12 +18,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return "";
   size_t e = s.find_last_not_of(" \t\r");
   return s.substr(b, e - b + 1);
-}
-
-std::string base_of(const std::string& opcode) { return opcode.substr(0, opcode.find('.')); }
-
-bool has_modifier(const std::string& opcode, const std::string& m) {
-  return (opcode + ".").find("." + m + ".") != std::string::npos;
 }
 
 // One instruction line: "/*0450*/  @P0 BRA 0x1a50 ;  /* 0x... */". False for anything else
@@ -50,73 +46,17 @@ bool parse_line(const std::string& line, SassInstruction* out) {
   while (std::getline(ops, op, ','))
     if (!trim(op).empty()) out->operands.push_back(trim(op));
   out->branch_target = -1;
-  if (base_of(out->opcode) == "BRA" && !out->operands.empty())
+  if (sass_base(out->opcode) == "BRA" && !out->operands.empty())
     out->branch_target = std::strtoll(out->operands.back().c_str(), nullptr, 16);
   return true;
-}
-
-// Opcodes whose first operand is not a destination register.
-bool writes_first_operand(const std::string& opcode) {
-  static const std::set<std::string> kNoDest = {
-      "ST",      "STS",    "STG",      "STL",     "STSM",    "RED",    "BAR",
-      "BRA",     "EXIT",   "RET",      "CALL",    "LDGSTS",  "BSYNC",  "BSSY",
-      "NOP",     "DEPBAR", "WARPSYNC", "MEMBAR",  "ERRBAR",  "CCTL",   "LDGDEPBAR",
-      "ARRIVES", "SYNCS",  "FENCE",    "UTMALDG", "UTMASTG", "UBLKCP", "WARPGROUP"};
-  return !kNoDest.count(base_of(opcode));
-}
-
-// The general registers an operand names: R12, R4.64 (R4, R5), [R7+0x20], -R3, |R2|; not UR10 or
-// RZ.
-std::vector<int> registers_in(const std::string& operand) {
-  std::vector<int> regs;
-  for (size_t i = 0; i < operand.size(); ++i) {
-    if (operand[i] != 'R' || (i > 0 && std::isalnum(static_cast<unsigned char>(operand[i - 1]))))
-      continue;
-    size_t j = i + 1;
-    while (j < operand.size() && std::isdigit(static_cast<unsigned char>(operand[j]))) ++j;
-    if (j == i + 1) continue;
-    int r = std::atoi(operand.substr(i + 1, j - i - 1).c_str());
-    int width = operand.compare(j, 4, ".128") == 0 ? 4 : operand.compare(j, 3, ".64") == 0 ? 2 : 1;
-    for (int w = 0; w < width; ++w) regs.push_back(r + w);
-    i = j - 1;
-  }
-  return regs;
-}
-
-// Registers a load writes: its first operand, widened by the access size.
-std::vector<int> load_destinations(const SassInstruction& ins) {
-  if (ins.operands.empty()) return {};
-  std::vector<int> base = registers_in(ins.operands[0]);
-  if (base.empty()) return {};
-  int width = 1;
-  if (has_modifier(ins.opcode, "128") || has_modifier(ins.opcode, "4")) width = 4;
-  if (has_modifier(ins.opcode, "64") || has_modifier(ins.opcode, "2")) width = 2;
-  std::vector<int> regs;
-  for (int w = 0; w < width; ++w) regs.push_back(base[0] + w);
-  return regs;
-}
-
-int64_t global_load_bytes(const std::string& opcode) {
-  if (has_modifier(opcode, "128")) return 16;
-  if (has_modifier(opcode, "64")) return 8;
-  if (has_modifier(opcode, "U16") || has_modifier(opcode, "S16")) return 2;
-  if (has_modifier(opcode, "U8") || has_modifier(opcode, "S8")) return 1;
-  return 4;
-}
-
-std::vector<int> sources(const SassInstruction& ins) {
-  std::vector<int> regs;
-  for (size_t k = writes_first_operand(ins.opcode) ? 1 : 0; k < ins.operands.size(); ++k)
-    for (int r : registers_in(ins.operands[k])) regs.push_back(r);
-  return regs;
 }
 
 // The first instruction after `at` and up to `end` that reads a register the load at `at` writes;
 // -1 when there is none.
 int first_reader(const std::vector<SassInstruction>& ins, int at, int end) {
-  std::vector<int> dest = load_destinations(ins[at]);
+  std::vector<int> dest = sass_load_destinations(ins[at]);
   for (int j = at + 1; j <= end; ++j)
-    for (int r : sources(ins[j]))
+    for (int r : sass_sources(ins[j]))
       for (int d : dest)
         if (r == d) return j;
   return -1;
@@ -125,7 +65,7 @@ int first_reader(const std::vector<SassInstruction>& ins, int at, int end) {
 }  // namespace
 
 double mma_flops_per_warp(const std::string& opcode) {
-  std::string base = base_of(opcode);
+  std::string base = sass_base(opcode);
   if (base != "HMMA" && base != "HGMMA") return 0;
   size_t dot = opcode.find('.');
   if (dot == std::string::npos) return 0;
@@ -142,7 +82,7 @@ double mma_flops_per_warp(const std::string& opcode) {
   return 2.0 * 16 * 8 * k;
 }
 
-double SassStats::instructions_per_mma() const {
+double SassStats::instructions_per_m16n8k16() const {
   if (main_mma_loop < 0) return 0;
   const SassLoop& l = loops[main_mma_loop];
   constexpr double kHmmaFlops = 2.0 * 16 * 8 * 16;  // one warp's m16n8k16
@@ -161,7 +101,7 @@ int SassStats::longest_path(const std::vector<bool>& excluded) const {
     if (best[i] < 0) continue;  // unreachable through forward edges
     longest = std::max(longest, best[i]);
     const SassInstruction& ins = instructions[i];
-    const std::string base = base_of(ins.opcode);
+    const std::string base = sass_base(ins.opcode);
     if (base == "BRX" || base == "JMX") {
       int all = 0;
       for (int j = 0; j < n; ++j) all += weight(j);
@@ -190,7 +130,7 @@ SassStats analyze_sass(const std::string& function_sass) {
     double f = mma_flops_per_warp(i.opcode);
     if (f > 0) ++s.mma;
     s.mma_flops += f;
-    if (base_of(i.opcode) == "FFMA") ++s.ffma;
+    if (sass_base(i.opcode) == "FFMA") ++s.ffma;
   }
   for (int b = 0; b < static_cast<int>(all.size()); ++b) {
     if (all[b].branch_target < 0 || all[b].branch_target >= all[b].address) continue;
@@ -201,7 +141,7 @@ SassStats analyze_sass(const std::string& function_sass) {
     l.instructions = l.end - l.begin + 1;
     for (int j = l.begin; j <= l.end; ++j) {
       const SassInstruction& i = all[j];
-      std::string base = base_of(i.opcode);
+      std::string base = sass_base(i.opcode);
       double f = mma_flops_per_warp(i.opcode);
       if (f > 0) ++l.mma;
       l.mma_flops += f;
@@ -209,14 +149,14 @@ SassStats analyze_sass(const std::string& function_sass) {
       if (base == "BAR") ++l.barriers;
       if (base == "LDGSTS") {
         ++l.async_copies;
-        l.async_copy_bytes += global_load_bytes(i.opcode);
+        l.async_copy_bytes += sass_load_bytes(i.opcode);
       }
       if (base == "LDG") {
         ++l.global_loads;
-        l.global_load_bytes += global_load_bytes(i.opcode);
+        l.global_load_bytes += sass_load_bytes(i.opcode);
         int reader = first_reader(all, j, l.end);
-        if (reader >= 0 && base_of(all[reader].opcode) == "STS") l.exposed_staging_load = true;
-        if (reader >= 0 && base_of(all[reader].opcode) != "STS") l.exposed_global_load = true;
+        if (reader >= 0 && sass_base(all[reader].opcode) == "STS") l.exposed_staging_load = true;
+        if (reader >= 0 && sass_base(all[reader].opcode) != "STS") l.exposed_global_load = true;
       }
       if (base == "LDS" || base == "LDSM") {
         ++l.shared_loads;

@@ -77,7 +77,7 @@ struct SassStats {
   std::vector<int> simt_loops;  // indices into loops
   // Main loop body instructions per MMA, counting an MMA as one m16n8k16 HMMA's FLOPs (an
   // HGMMA.64x128x16 is sixteen); 0 when there is no main MMA loop.
-  double instructions_per_mma() const;
+  double instructions_per_m16n8k16() const;
   // The most instructions one warp issues on a path from the entry to an exit taking each
   // branch's side at most once (Note [Longest path]), not counting those `excluded` marks (one
   // flag per instruction: the loops the model counts by their iterations).

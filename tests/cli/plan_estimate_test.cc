@@ -64,11 +64,38 @@ void expect_consistent(const Json& j) {
     double est = num(k, "estimated_seconds"), roof = num(k, "roofline_seconds");
     EXPECT_GE(est, roof);
     const Json& b = k.at("bounds");
-    // estimated = launch + the largest bound (printed to 6 digits).
-    double top = std::max(
-        {num(b, "tensor_seconds") + num(b, "simt_seconds"), num(b, "memory_seconds"), roof});
-    if (sass) top = std::max({top, num(b, "issue_seconds"), num(b, "latency_seconds")});
+    // estimated = launch + the largest bound, the roofline or the phases' figure (printed to 6
+    // digits).
+    double bounds =
+        std::max(num(b, "tensor_seconds") + num(b, "simt_seconds"), num(b, "memory_seconds"));
+    if (sass) {
+      bounds = std::max(
+          {bounds, num(b, "issue_seconds"), num(b, "latency_seconds"), num(b, "shared_seconds")});
+    }
+    EXPECT_NEAR(num(k, "overlapped_seconds"), bounds, 1e-5 * bounds);
+    double top = std::max(bounds, roof);
+    if (sass) {
+      // Note [Phases in series]: a kernel with a main MMA loop is also timed as its three
+      // phases, between the overlapped bounds and their sum.
+      const Json& phases = k.at("phases");
+      EXPECT_EQ(phases.size(), num(k, "tensor_flops") > 0 ? 3u : 0u);
+      if (!phases.empty()) {
+        double sum = 0;
+        for (const Json& p : phases) sum += num(p, "seconds");
+        double phased = num(k, "phased_seconds");
+        EXPECT_GE(phased * (1 + 1e-5), num(k, "overlapped_seconds"));
+        EXPECT_LE(phased, sum * (1 + 1e-5));
+        top = std::max(top, phased);
+      }
+    }
     EXPECT_NEAR(est, num(b, "launch_seconds") + top, 1e-5 * est);
+    // Note [Tensor-core ceiling]: no kernel's tensor-core work is modelled faster than 0.73 of the
+    // dense peak, cuBLAS's measured share.
+    if (num(k, "tensor_flops") > 0) {
+      EXPECT_LE(num(k, "tensor_flops") / (est - num(b, "launch_seconds")),
+                0.73 * num(j.at("gpu"), "tensor_flops_per_s") * (1 + 1e-5));
+      EXPECT_LE(num(k, "tensor_fraction"), 0.73);
+    }
     // A compute-bound launch with fewer CTAs than SMs runs on ctas SMs only.
     if (ctas < sms && k.at("bound").get<std::string>() == "compute") {
       EXPECT_GE((num(b, "tensor_seconds") + num(b, "simt_seconds")) * (1 + 1e-5),
@@ -135,9 +162,11 @@ TEST(PlanModel, RankProductsFillTheH200At512Tokens) {
   }
 }
 
-// The bars for the model's estimate against eager on an H200, forward plus
-// backward: the seed's OLMoE-shaped expert at most 0.5 at 512 tokens and 0.6 at 4096,
-// Phi-3.5-MoE's at most 1.0 at 64 tokens and 0.8 at 512 and 4096. They hold because the main loop
+// The bars for the model's estimate against eager on an H200, forward plus backward: the seed's
+// OLMoE-shaped expert at most 0.40 at 512 tokens and 0.60 at 4096; Phi-3.5-MoE's at most 1.0 at
+// 64 tokens, 0.75 at 512 and 0.85 at 4096 (not yet the 0.65 the kernels are meant to reach: its
+// GEMMs are at the tensor-core ceiling, Note [Tensor-core ceiling], and their epilogues run after
+// the main loop at one block per SM, Note [Phases in series]). They hold because the main loop
 // is lean (Note [Lean main loop]), the forward's GEMMs run wgmma fed by TMA where their tiles fill
 // the GPU (Note [sm_90a GEMMs]; at 4096 tokens both LoRA-fused GEMMs do), the rank-r epilogues
 // read staged operands (Note [Staged rank-r epilogue]), which every LoRA-fused tensor-core kernel
@@ -150,11 +179,11 @@ TEST(PlanModel, ExpertsBeatTheEagerEstimateOnTheH200) {
     int tokens;
     double max_ratio;
   };
-  const Bar bars[] = {{"seed_expert_mlp", "seed_expert_mlp_backward", 512, 0.5},
-                      {"seed_expert_mlp", "seed_expert_mlp_backward", 4096, 0.6},
+  const Bar bars[] = {{"seed_expert_mlp", "seed_expert_mlp_backward", 512, 0.40},
+                      {"seed_expert_mlp", "seed_expert_mlp_backward", 4096, 0.60},
                       {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 64, 1.0},
-                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 512, 0.8},
-                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 0.8}};
+                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 512, 0.75},
+                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 0.85}};
   for (const Bar& bar : bars) {
     SCOPED_TRACE(std::string(bar.forward) + " at " + std::to_string(bar.tokens));
     double dyngen = 0, eager = 0;

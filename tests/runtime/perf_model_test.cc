@@ -68,7 +68,7 @@ TEST(SassStats, FindsLoopsByTheirBackwardBranches) {
   EXPECT_EQ(main.barriers, 1);
   EXPECT_TRUE(main.exposed_shared_load);  // the HMMAs read R8..R11
   EXPECT_EQ(s.main_mma_loop, 1);
-  EXPECT_DOUBLE_EQ(s.instructions_per_mma(), 7.5);
+  EXPECT_DOUBLE_EQ(s.instructions_per_m16n8k16(), 7.5);
   const SassLoop& epilogue = s.loops[2];
   EXPECT_EQ(epilogue.ffma, 1);
   EXPECT_FALSE(epilogue.exposed_global_load);  // R24 is not read in the loop
@@ -191,22 +191,27 @@ TEST(AchievableEstimate, FewBlocksLeaveSmsIdle) {
     EXPECT_EQ(m.ctas_per_sm, 4);
     EXPECT_EQ(m.waves, std::ceil(ctas / (132.0 * 4)));
     EXPECT_GE(m.estimated_seconds, m.roofline_seconds);
-    // No SASS: the tensor bound runs at the full peak, per busiest SM.
+    // No SASS: the tensor bound runs at the ceiling's share of the peak (Note [Tensor-core
+    // ceiling]), per busiest SM; four warps keep the SM's four tensor units busy.
     double busiest = m.waves * std::min(4.0, std::ceil(ctas / 132));
-    EXPECT_NEAR(m.tensor_seconds, busiest * (1e9 / ctas) / (h200().tensor_flops / 132), 1e-12);
+    EXPECT_NEAR(m.tensor_seconds,
+                busiest * (1e9 / ctas) / (h200().tensor_flops / 132 * h200().tensor_ceiling),
+                1e-12);
     EXPECT_DOUBLE_EQ(m.estimated_seconds, kLaunchSeconds + m.tensor_seconds);
     EXPECT_EQ(m.limiter, "tensor");
     EXPECT_FALSE(m.issue_seconds.has_value());
-    EXPECT_EQ(m.missing.size(), 3u);  // issue, latency, instructions per MMA
+    // issue, latency, shared, phases, instructions per MMA
+    EXPECT_EQ(m.missing.size(), 5u);
     EXPECT_EQ(m.underfills_gpu, ctas < 132);
   }
-  // 8 blocks on 132 SMs: 16.5x the roofline's compute time.
+  // 8 blocks on 132 SMs: 16.5x the roofline's compute time, over the ceiling.
   KernelEstimate e = compute_bound(8);
   KernelModelInput in;
   in.roofline = &e;
   in.threads_per_block = 128;
   in.resources = &r;
-  EXPECT_NEAR(model_kernel(in, h200()).tensor_seconds / e.compute_seconds, 132.0 / 8, 1e-9);
+  EXPECT_NEAR(model_kernel(in, h200()).tensor_seconds / e.compute_seconds,
+              132.0 / 8 / h200().tensor_ceiling, 1e-9);
 }
 
 TEST(AchievableEstimate, SassAddsIssueAndLatencyBounds) {

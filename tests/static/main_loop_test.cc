@@ -25,7 +25,9 @@
 namespace dg {
 namespace {
 
-double max_instructions_per_mma(const std::string& arch) { return arch == "sm_80" ? 2.5 : 2.75; }
+double max_instructions_per_m16n8k16(const std::string& arch) {
+  return arch == "sm_80" ? 2.5 : 2.75;
+}
 
 std::string cache_dir() { return testing::run_cache_dir("dyngen-static-test-cache"); }
 
@@ -85,8 +87,8 @@ TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
       for (int i = loop.begin; i <= loop.end; ++i)
         if (mma_flops_per_warp(s.instructions[i].opcode) == 0)
           body += "\n  " + s.instructions[i].opcode + " " + join(s.instructions[i].operands);
-      const double per_mma = s.instructions_per_mma();
-      EXPECT_LE(per_mma, max_instructions_per_mma(arch))
+      const double per_mma = s.instructions_per_m16n8k16();
+      EXPECT_LE(per_mma, max_instructions_per_m16n8k16(arch))
           << k.name << ": " << loop.instructions << " instructions for " << loop.mma << " MMAs; "
           << k.summary << "\nthe loop besides its MMAs:" << body;
       std::cout << "[ main loop ] " << GetParam() << " " << arch << " " << k.name << ": "
