@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "codegen/c_expr.h"
+#include "codegen/epilogue_operands.h"
 #include "codegen/gemm.h"
 #include "codegen/group.h"
 #include "codegen/pointwise.h"
@@ -75,6 +76,9 @@ class ElementBody {
   // A GEMM epilogue's stores go through dg_put<slot>(dg_st, ...), slot the output's position in
   // `stores` (Note [Paired stores] in codegen/device/dg_store.cuh).
   void store_through_slots(std::vector<EpilogueStore>* stores) { stores_ = stores; }
+  // Its reads of the output's shape go through dg_in<k>(dg_st, ...), k the operand's position in
+  // `operands` (Note [Epilogue operand loads] in codegen/device/dg_epilogue_loads.cuh).
+  void load_through_slots(std::vector<EpilogueOperand>* operands) { operands_ = operands; }
 
   // The expression for value `v` inside the body (a member's variable, a literal, or a load).
   std::string value(ValueId v, const std::string& compute_type) {
@@ -88,7 +92,11 @@ class ElementBody {
       offset = offset_expr(broadcast_strides(t.shape, shape_), SymExpr(0), index_var_);
       needs_index_ = true;
     }
-    return "dg_convert<" + compute_ctype(t.dtype) + ">(" + p + "[" + offset + "])";
+    const std::string read =
+        operands_ && offset == same_offset_
+            ? epilogue_operand_read(*operands_, ctx_.buffer_of(v), t.dtype, p, offset)
+            : p + "[" + offset + "]";
+    return "dg_convert<" + compute_ctype(t.dtype) + ">(" + read + ")";
   }
 
  private:
@@ -155,6 +163,7 @@ class ElementBody {
   std::string body_;
   std::vector<EpilogueProduct> products_;
   std::vector<EpilogueStore>* stores_ = nullptr;
+  std::vector<EpilogueOperand>* operands_ = nullptr;
   bool needs_index_ = false;
 };
 
@@ -276,6 +285,7 @@ GemmKernelSpec gemm_group_spec(LoweringContext& ctx, const std::vector<int>& ord
   ElementBody body(ctx, params, members, out.shape, "c_base + row * " + c_expr(spec.N) + " + col",
                    index);
   body.store_through_slots(&spec.stores);
+  body.load_through_slots(&spec.operands);
   for (size_t j = 0; j < anchors.size(); ++j) {
     const Node& an = g.nodes[anchors[j]];
     std::string acc = "acc" + std::to_string(j);

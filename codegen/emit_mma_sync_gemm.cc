@@ -59,10 +59,10 @@ void emit_mma_sync_kernel(LoweringContext& ctx, GemmKernelSpec& spec, KernelLaun
   std::string src = tc_source(ctx, spec, launch.name, t, tr.at, tr.bkn, staged, launch.fallback);
   launch.buffers = spec.params.buffers();
   // Note [GEMM fallbacks]: the fallback takes any address; the other variants hand it the calls
-  // whose operands or outputs are off (their checks: 16-byte reads, pairs' writes).
+  // whose operands or outputs are off (their checks: 16-byte reads, the epilogue's pairs).
   launch.aligned_only = !launch.fallback;
   for (const CheckedOperand& c : spec.params.checked_operands())  // the variants share params
-    if (launch.aligned_only || !c.written) launch.checked_operands.push_back(c);
+    if (launch.aligned_only || !c.epilogue_pairs()) launch.checked_operands.push_back(c);
   ctx.add_kernel(std::move(launch), src);
 }
 

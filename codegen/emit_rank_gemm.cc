@@ -18,11 +18,43 @@ namespace dg {
 // with 16-byte loads (Note [16-byte operand loads]) and widened on the way in (a fused bf16 ->
 // f32 cast is exact); each of the 256 threads owns one row x 4 columns and reads A and B as
 // float4, 16 FMAs per five shared loads. The partials go to workspace as f32[problems, S, M, NCP];
-// a second kernel sums them over s = 0, 1, ... in that order (fixed for a given M: no atomics,
-// the same bits on every run) and applies the epilogue. Products and sums stay fp32, as PyTorch's
-// f32 GEMMs do on CUDA cores; only the summation order differs from a serial K loop.
-// The split follows k4_wgrad_partials / k5_wgrad_reduce (codegen/emit_wgrad.cc): workspace from
-// the codegen's plan, partials in chunk order, one reduction pass.
+// the last CTA of a row tile to finish sums them over s = 0, 1, ... in that order and applies the
+// epilogue (Note [Last block reduces]): fixed for a given M, no float atomics, the same bits on
+// every run. Products and sums stay fp32, as PyTorch's f32 GEMMs do on CUDA cores; only the
+// summation order differs from a serial K loop.
+
+// Note [Last block reduces]
+// The split-K partials used to be summed by a second kernel, one launch (~3.5 us) per rank-r
+// product: two of the seed forward's six. Now each CTA, after storing its partials, fences and
+// counts itself on its row tile's arrival counter (an integer atomicAdd); the CTA that counts
+// S - 1 is the last, resets the counter to 0, and sums the tile's partials in split order
+// (s = 0, 1, ...: the order does not depend on which CTA is last) before the epilogue. With S = 1
+// the CTA sums its own partials with no counter.
+// Why this design (estimates for H200, the seed's gate/up and down products):
+// - Folding the products into the base GEMM (A's rows appended to B, a bf16 hi/mid/lo split of
+//   the f32 A for f32 accuracy) recomputes x @ A^T in every N tile: 96 more B columns beside the
+//   gate/up tile's 128 (+75% tensor work), and U must then cross warps through shared memory, a
+//   change to the main loops' warp layout. About +5 us at s = 512, +40 us at 4096.
+// - The consumer GEMM summing the partials as it stages U re-reads S partials per N tile: at
+//   s = 512 (S = 16) 64 KB per CTA of k2, 16 MB from L2 in all, and U could no longer be a graph
+//   value other kernels read.
+// - The last block's sum reads S x BM x NCP floats from L2 once per row tile (64 KB at s = 512,
+//   ~1 us at the tail of the launch, S = 3 at 4096) and saves a launch per product: ~3 us each.
+// The counters (Note [Arrival counters]) are the one piece of state that outlives a launch.
+//
+// Note [Arrival counters]
+// A row tile's counter must read 0 when the launch starts, and the workspace comes from the
+// caller uninitialised (dg_launch in runtime/dyngen.h). So the counters are a `__device__`
+// array of the module, zero-initialised when the module is loaded (an explicit `= {}`: the
+// loader copies the initial image; the host emulation's module is a shared object whose static
+// storage starts zeroed), and every launch leaves them 0 again: the last CTA of each tile resets
+// its counter after all S have counted. Only launches with S >= 2 count, and S >= 2 only when a
+// problem has fewer than kTargetCtas row tiles (split_count), so kTargetCtas counters per problem
+// suffice whatever M is. A kernel that faults mid-launch can leave counters non-zero, but a
+// device fault is sticky: the context and its modules are gone, and the next context loads
+// zeroed counters. Calls of one executable must not overlap on two streams of one device
+// (their launches would share the counters): the runtime orders them (Note [One stream at a
+// time] in runtime/kernel_module.cc).
 
 namespace {
 
@@ -170,9 +202,78 @@ std::string tile_products(const RankShape& s) {
   return code + "    }\n";
 }
 
-std::string partials_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
-                            const RankShape& s, KernelParams& params, const std::string& part,
-                            const std::string& name) {
+// The tile's partials summed in split order and handed to the epilogue (Note [Last block
+// reduces]): each thread takes elements e, e + 256, ... of the tile's BM x N outputs.
+std::string tile_reduction(const std::vector<GemmKernelSpec>& problems, const RankShape& s,
+                           const std::string& part) {
+  const std::string N = std::to_string(s.N), NCP = std::to_string(s.ncp);
+  std::string lambdas, sums, args;
+  std::vector<std::string> calls;
+  for (int j = 0; j < s.nb; ++j) {
+    const std::string J = std::to_string(j);
+    sums += "        acc" + J + " += __ldcg(q + s * M * " + NCP +
+            (j ? " + " + std::to_string(j * s.N) : "") + ");\n";
+    args += ", acc" + J;
+  }
+  for (size_t p = 0; p < problems.size(); ++p) {
+    const std::string epi = "epi" + std::to_string(p);
+    lambdas += epilogue_lambda(problems[p], "float", epi);
+    calls.push_back("  " + epi + "(row, col" + args + ", DgDirectStores{});\n");
+  }
+  std::string decl = "      float acc0 = 0.0f";
+  if (s.nb == 2) decl += ", acc1 = 0.0f";
+  std::string call = calls.size() == 1 ? calls[0] : branch_by_problem(calls);
+  std::string indented_call;  // four more spaces: inside the block and the loop
+  for (size_t at = 0; at < call.size();) {
+    const size_t next = call.find('\n', at) + 1;
+    indented_call += "    " + call.substr(at, next - at);
+    at = next;
+  }
+  return "  {\n    const long long N = " + N +
+         ", S = gridDim.y;\n    const long long c_base = 0;\n" + lambdas +
+         "    for (int e = threadIdx.x; e < " + std::to_string(s.bm) + " * " + N +
+         "; e += " + std::to_string(kThreads) +
+         ") {\n"
+         "      const long long row = m0 + e / " +
+         N +
+         ";\n"
+         "      if (row >= M) break;  // rows ascend with e\n"
+         "      const int col = e % " +
+         N +
+         ";\n"
+         "      const float* q = " +
+         part + " + (problem * S * M + row) * " + NCP + " + col;\n" + decl +
+         ";\n"
+         "      for (long long s = 0; s < S; ++s) {\n" +
+         sums + "      }\n" + indented_call + "    }\n  }\n";
+}
+
+// Counts the CTA on its row tile's arrival counter and returns from every CTA but the last
+// (Note [Last block reduces], Note [Arrival counters]); with one split the CTA's own partials,
+// stored by other threads, only need a barrier.
+std::string last_block_election(const std::string& counters) {
+  return "  __shared__ bool dg_last;\n"
+         "  if (gridDim.y > 1) {\n"
+         "    __threadfence();  // this thread's partials, visible before the CTA counts\n"
+         "    __syncthreads();\n"
+         "    if (threadIdx.x == 0) {\n"
+         "      unsigned* const arrivals = " +
+         counters + " + problem * " + std::to_string(kTargetCtas) +
+         " + blockIdx.x;\n"
+         "      dg_last = atomicAdd(arrivals, 1u) == gridDim.y - 1;\n"
+         "      if (dg_last) atomicExch(arrivals, 0u);  // every CTA of the tile has counted\n"
+         "    }\n"
+         "    __syncthreads();\n"
+         "    if (!dg_last) return;\n"
+         "    __threadfence();  // the other CTAs' partials, read after their counts\n"
+         "  } else {\n"
+         "    __syncthreads();\n"
+         "  }\n";
+}
+
+std::string split_k_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
+                           const RankShape& s, KernelParams& params, const std::string& part,
+                           const std::string& name) {
   const GemmKernelSpec& first = problems[0];
   std::vector<std::string> a, a_rs;
   std::vector<std::vector<std::string>> b(s.nb);
@@ -204,7 +305,11 @@ std::string partials_source(LoweringContext& ctx, const std::vector<GemmKernelSp
                                       " + c * " + std::to_string(s.tpr) + " + cg] = acc[c];\n"
                                 : "    reinterpret_cast<float4*>(" + part + " + " + row +
                                       ")[cg] = make_float4(acc[0], acc[1], acc[2], acc[3]);\n";
-  return kernel_header(name, kThreads, params, ctx) +
+  const std::string counters = name + "_arrivals";
+  return "// Note [Arrival counters]: zero at module load, left zero by every launch.\n"
+         "__device__ unsigned " +
+         counters + "[" + std::to_string(kTargetCtas * static_cast<int64_t>(problems.size())) +
+         "] = {};\n" + kernel_header(name, kThreads, params, ctx) +
          "  const unsigned problem = blockIdx.z;\n"
          "  const long long M = " +
          c_expr(first.M) + ", K = " + c_expr(first.K) + ";\n" + pointers +
@@ -236,43 +341,8 @@ std::string partials_source(LoweringContext& ctx, const std::vector<GemmKernelSp
          "    __syncthreads();\n" + tile_products(s) +
          "    __syncthreads();\n  }\n"
          "  if (m0 + r < M) {\n" +
-         store + "  }\n}\n";
-}
-
-std::string reduce_source(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
-                          const RankShape& s, const SymExpr& splits, KernelParams& params,
-                          const std::string& part, const std::string& name) {
-  const GemmKernelSpec& first = problems[0];
-  const std::string N = std::to_string(s.N), NCP = std::to_string(s.ncp);
-  std::string lambdas, sums, args;
-  std::vector<std::string> calls;
-  for (int j = 0; j < s.nb; ++j) {
-    const std::string J = std::to_string(j);
-    sums += "      acc" + J + " += q[s * M * " + NCP + (j ? " + " + std::to_string(j * s.N) : "") +
-            "];\n";
-    args += ", acc" + J;
-  }
-  for (size_t p = 0; p < problems.size(); ++p) {
-    const std::string epi = "epi" + std::to_string(p);
-    lambdas += epilogue_lambda(problems[p], "float", epi);
-    calls.push_back("  " + epi + "(row, col" + args + ", DgDirectStores{});\n");
-  }
-  std::string decl = "    float acc0 = 0.0f";
-  if (s.nb == 2) decl += ", acc1 = 0.0f";
-  return kernel_header(name, kThreads, params, ctx) +
-         "  const unsigned problem = blockIdx.z;\n"
-         "  const long long M = " +
-         c_expr(first.M) + ", N = " + N + ", S = " + c_expr(splits) +
-         ";\n  const long long c_base = 0;\n" + lambdas +
-         "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < M * N;\n"
-         "       e += (long long)gridDim.x * blockDim.x) {\n"
-         "    const long long row = e / N;\n"
-         "    const int col = (int)(e % N);\n"
-         "    const float* q = " +
-         part + " + (problem * S * M + row) * " + NCP + " + col;\n" + decl +
-         ";\n"
-         "    for (long long s = 0; s < S; ++s) {\n" +
-         sums + "    }\n" + (calls.size() == 1 ? calls[0] : branch_by_problem(calls)) + "  }\n}\n";
+         store + "  }\n" + last_block_election(counters) + tile_reduction(problems, s, part) +
+         "}\n";
 }
 
 }  // namespace
@@ -322,36 +392,21 @@ void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& pro
   }
   const std::string what = count > 1 ? "grouped_" + first.what : first.what;
 
-  // Kernel 1: partial products, blockIdx = (row tile, K split, problem).
-  KernelParams pparams;
-  const std::string pp = pparams.add(part, DType::kF32, true);
-  KernelLaunch k1;
-  k1.name = ctx.kernel_name(what + "_partials");
-  k1.summary = summary + " [rank-r split-K " + std::to_string(s.bm) + "x" + std::to_string(s.ncp) +
-               "x" + std::to_string(kKTile) + ", K split by M at launch]";
-  k1.grid = {ceildiv(first.M, SymExpr(s.bm)), splits, SymExpr(count)};
-  k1.block = {kThreads, 1, 1};
-  k1.nodes = nodes;  // the products' FLOPs are counted here (Note [Kernel cost model])
-  const std::string src1 = partials_source(ctx, problems, s, pparams, pp, k1.name);
-  k1.buffers = pparams.buffers();
-  k1.checked_operands = pparams.checked_operands();
-  ctx.add_kernel(std::move(k1), src1);
-
-  // Kernel 2: the partials summed in split order, then each problem's epilogue.
-  const std::string rp = params.add(part, DType::kF32, false);
-  KernelLaunch k2;
-  k2.name = ctx.kernel_name(what + "_reduce");
-  k2.summary = summary + ": rank-r partials summed in split order, then the epilogue";
-  k2.grid = grid_for(first.M * first.N);
-  k2.grid[2] = SymExpr(count);
-  k2.block = {kThreads, 1, 1};
-  const std::string src2 = reduce_source(ctx, problems, s, splits, params, rp, k2.name);
-  k2.buffers = params.buffers();
-  // Its cost is the bytes it moves: the products (and the epilogue's few FLOPs) are kernel 1's.
-  const std::vector<int> current = ctx.current_nodes();
-  ctx.set_current_nodes({});
-  ctx.add_kernel(std::move(k2), src2);
-  ctx.set_current_nodes(current);
+  // One kernel: partial products, blockIdx = (row tile, K split, problem); the last CTA of
+  // each row tile sums them and runs the epilogue (Note [Last block reduces]).
+  const std::string pp = params.add(part, DType::kF32, true);
+  KernelLaunch k;
+  k.name = ctx.kernel_name(what + "_splitk");
+  k.summary = summary + " [rank-r split-K " + std::to_string(s.bm) + "x" + std::to_string(s.ncp) +
+              "x" + std::to_string(kKTile) +
+              ", K split by M at launch, partials summed in split order by the last CTA]";
+  k.grid = {ceildiv(first.M, SymExpr(s.bm)), splits, SymExpr(count)};
+  k.block = {kThreads, 1, 1};
+  k.nodes = nodes;  // the products' FLOPs are counted here (Note [Kernel cost model])
+  const std::string src = split_k_source(ctx, problems, s, params, pp, k.name);
+  k.buffers = params.buffers();
+  k.checked_operands = params.checked_operands();
+  ctx.add_kernel(std::move(k), src);
 }
 
 }  // namespace dg

@@ -7,20 +7,21 @@
 // accumulator layout (dg_wgmma_epilogue calls the same lambda the mma.sync kernels call).
 // Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
 // every thread of the block copies the block's U rows and B columns into shared memory after
-// the stages, before the main loop (whose first barrier publishes them; after it the producer
-// warpgroup has left, so no block-wide barrier is possible), and dg_wgmma_epilogue_rank sums
-// them in registers on the wgmma layout. Read from global memory per element instead, the
+// the stages, before the main loop (whose first barrier publishes them), and dg_wgmma_epilogue_rank
+// sums them in registers on the wgmma layout. Read from global memory per element instead, the
 // products made the seed forward's wgmma GEMMs issue-bound: at s = 4096 `dyngen plan` put the
 // gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4 against 38.2.
 // One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
+// - for two B operands, 128 x 128 from the M where its tiles fill one wave (Note [Wide gate/up
+//   tile]);
 // - 128 x BN wgmma (two consumer warpgroups) from the M where its tiles fill one wave of
 //   kFillCtas blocks: a wgmma block computes a tile at the tensor cores' full rate, so one full
 //   wave of large tiles beats two of small ones (mma.sync's rule is two waves because its small
 //   tile runs at a fraction of that rate);
 // - 64 x BN wgmma (one consumer warpgroup) from the M where those fill one wave;
 // - below that, the mma.sync variants of tile_variants: too few tiles for the large ones.
-// BN is 128, or 64 for N <= 64 and for two B operands on the 128-row tile (registers); stages
-// kMaxStages, or fewer where shared memory ends.
+// BN is 128, or 64 for N <= 64 and for two B operands on the 128-row tile below the wide one;
+// stages kMaxStages, or fewer where shared memory ends.
 // Each wgmma kernel takes a tensor map per operand (Note [Tensor maps] in kernel_plan.h); the
 // GEMM's fallback kernel (Note [GEMM fallbacks]) runs a call whose maps the driver refuses. A
 // GEMM over K segments (Note [K-concatenated GEMMs]: the backward's dx from gate and
@@ -58,11 +59,30 @@ struct WgmmaTile {
   int smem_bytes() const { return static_cast<int>(loop_bytes() + 4 * staged_floats); }
 };
 
-WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec) {
-  // Two B operands on two consumer warpgroups: 2 x BN / 2 accumulators a thread within the 168
-  // registers 384 threads get (65536 / 384, rounded down to 8): BN = 128 spilled 60 bytes.
+// Note [Wide gate/up tile]
+// The gate/up GEMM (two B operands sharing A) on a 128 x 128 tile instead of 128 x 64, counted
+// per SM and clock on the H100/H200 (4096 dense bf16 FLOP; 128 bytes of shared memory): an
+// m64nNk16 takes N / 2 clocks and reads 2 KB of A and 32 N bytes of B, and TMA writes each
+// stage's (128 + 2 BN) rows of 128 bytes once per k tile of 128 x 2 BN x 64 x 2 / 4096 clocks.
+// - 128 x 64 as two n64 wgmmas: (2 + 2) KB twice in 64 clocks, 128 B/clk, already the limit;
+//   with TMA's 64 B/clk (if its writes share the bandwidth) 192, at most 2/3 of the tensor rate.
+// - 128 x 64 as one n128 over both B tiles (Note [Stacked B operands] in dg_gemm_sm90.cuh, used
+//   by every tile now): (2 + 4) KB in 64 clocks, 96 B/clk; with TMA's 64, 160 (80%).
+// - 128 x 96, one n192: (2 + 6) KB in 96 clocks, 85 B/clk; with TMA's 53, 139 (92%).
+// - 128 x 128, one n256: (2 + 8) KB in 128 clocks, 80 B/clk; with TMA's 48, 128: the limit.
+// So 128 x 128: the fewest shared-memory bytes per FLOP, and 25% fewer L2 bytes than 128 x 64
+// (48 against 64 B/clk per SM: 11.6 against 15.5 TB/s on 132 SMs at 1.83 GHz, no multicast).
+// Its 128 accumulators a consumer thread exceed the 168 registers 384 threads get at entry (as
+// two n128 it spilled 60 bytes): the producer gives registers back and the consumers take 232
+// (Note [Warpgroup register counts] in dg_wgmma_sm90.cuh). Shared memory: 4 stages of 48 KB
+// and the seed's staged rank-r products (2 x (128 x 17 + 16 x 129) floats) are 230,592 bytes
+// of the 232,448. It halves the column tiles, so it starts where they fill one wave (the seed's
+// N = 1024: 8 column tiles, M >= 2049); 128 x 64 stays below, which fills a wave twice as soon.
+// `wide`: that tile.
+WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec, bool wide = false) {
   const int nb = static_cast<int>(spec.b.size());
-  WgmmaTile t{bm, N <= 64 || (nb == 2 && bm == 128) ? 64 : 128, kMaxStages, nb, false, {}, 0};
+  const int bn = wide || (N > 64 && !(nb == 2 && bm == 128)) ? 128 : 64;
+  WgmmaTile t{bm, bn, kMaxStages, nb, false, {}, 0};
   t.b_mn_major = tc_transposes(spec).bkn;
   for (const EpilogueProduct& p : spec.products) {
     t.staged.push_back(t.staged_floats);
@@ -102,18 +122,12 @@ int param_index(const KernelParams& params, BufferRef buffer) {
 
 std::string map_ref(size_t i) { return "&dg_map" + std::to_string(i); }
 
-// The consumers' call of the main loop, the maps of segment g being dg_map<(1 + nb) g + j> (A
-// then each B); one segment calls dg_wgmma_mainloop, several dg_wgmma_mainloop_segments.
-std::string mainloop_call(const std::vector<GemmKSegment>& segments, int nb, const SymExpr& K) {
-  const std::string NB = std::to_string(nb);
-  if (segments.size() == 1) {
-    std::string b_maps;
-    for (int j = 0; j < nb; ++j) b_maps += (j ? ", " : "") + map_ref(1 + j);
-    return "  const DgTensorMap* const b_maps[" + NB + "] = {" + b_maps +
-           "};\n  if (!dg_wgmma_mainloop<Tile>(acc, &dg_map0, b_maps, m0, n0, " + c_expr(K) +
-           ")) return;\n";
-  }
-  const std::string NSEG = std::to_string(segments.size());
+// The main loop's calls (Note [Warp-specialized main loop]) around the consumers' `epilogue`, the
+// maps of segment g being dg_map<(1 + nb) g + j> (A then each B): the producer's and the
+// consumers' paths apart to the kernel's end.
+std::string mainloop_code(const std::vector<GemmKSegment>& segments, int nb,
+                          const std::string& epilogue) {
+  const std::string NB = std::to_string(nb), NSEG = std::to_string(segments.size());
   std::string a_maps, b_maps, seg_k;
   for (size_t g = 0; g < segments.size(); ++g) {
     const size_t first = g * (1 + nb);
@@ -127,8 +141,17 @@ std::string mainloop_call(const std::vector<GemmKSegment>& segments, int nb, con
   return "  const DgTensorMap* const a_maps[" + NSEG + "] = {" + a_maps +
          "};\n  const DgTensorMap* const b_maps[" + NSEG + "][" + NB + "] = {" + b_maps +
          "};\n  const long long seg_k[" + NSEG + "] = {" + seg_k +
-         "};\n  if (!dg_wgmma_mainloop_segments<Tile, " + NSEG +
-         ">(acc, a_maps, b_maps, seg_k, m0, n0)) return;\n";
+         "};\n  dg_wgmma_init_barriers<Tile>();\n"
+         "  if (dg_wgmma_is_producer<Tile>()) {\n"
+         "    dg_wgmma_mainloop_producer<Tile, " +
+         NSEG +
+         ">(a_maps, b_maps, seg_k, m0, n0);\n"
+         "  } else {  // a consumer warpgroup\n"
+         "    float acc[" +
+         NB +
+         "][Tile::BN / 2];\n"
+         "    dg_wgmma_mainloop_consumer<Tile>(acc, dg_wgmma_k_tiles<Tile>(seg_k));\n" +
+         epilogue + "  }\n";
 }
 
 // The kernel: the tensor maps after the pointers, the main loop, the epilogue lambda on every
@@ -159,7 +182,6 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   for (size_t i = 0; i < maps->size(); ++i)
     map_params += ", const __grid_constant__ DgTensorMap dg_map" + std::to_string(i);
   const std::string NB = std::to_string(nb);
-  const std::string mainloop = mainloop_call(segments, nb, spec.K);
   const bool staged = !spec.products.empty();
   const std::string stores = epilogue_stores(spec, spec.params);
   std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
@@ -172,7 +194,9 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
                std::to_string(spec.products[0].k) +
                ">(acc, m0, M, n0, N, dg_rank_at, epi, dg_stores);\n";
   }
-  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(t.threads()) + ") " +
+  // A minimum of one block per SM: ptxas then knows the register count at entry, which setmaxnreg
+  // needs (Note [Warpgroup register counts] in dg_wgmma_sm90.cuh).
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(t.threads()) + ", 1) " +
          name + "(" + spec.params.declaration() + map_params + ctx.symbol_params() + ") {\n" +
          "  typedef DgWgmmaTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
          std::to_string(t.stages) + ", " + NB + (t.b_mn_major ? ", true" : "") + "> Tile;\n" +
@@ -180,8 +204,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
          "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
          "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
          "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n" +
-         staging + "  float acc[" + NB + "][Tile::BN / 2];\n" + mainloop + stores + epilogue +
-         "}\n";
+         staging + mainloop_code(segments, nb, stores + epilogue) + "}\n";
 }
 
 // Variant `v` of the GEMM whose first kernel is `base`, for M in [lo, hi].
@@ -219,13 +242,26 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
   const WgmmaTile big = wgmma_tile(128, N, spec), small = wgmma_tile(64, N, spec);
   const int64_t wave = ctx.options().wave_ctas > 0 ? ctx.options().wave_ctas : kFillCtas;
   const int64_t big_from = std::max(lo, one_wave_from(128, ceil_div(N, big.bn), wave));
-  const int64_t small_from = std::max(lo, one_wave_from(64, ceil_div(N, small.bn), wave));
+  // 64 x BN from where it fills a wave, and never past the 128-row tile's start (for two B
+  // operands BN is 128 there, 64 on the 128-row tile, so it could fill a wave later).
+  const int64_t small_from =
+      std::min(big_from, std::max(lo, one_wave_from(64, ceil_div(N, small.bn), wave)));
   struct Wgmma {
     WgmmaTile tile;
     int64_t lo, hi;
   };
   std::vector<Wgmma> wgmma;
-  if (big_from <= hi) wgmma.push_back({big, big_from, hi});
+  // Note [Wide gate/up tile]: two B operands take 128 x 128 from where its tiles fill a wave.
+  const WgmmaTile wide = wgmma_tile(128, N, spec, true);
+  int64_t big_hi = hi;
+  if (nb == 2 && N > big.bn && wide.smem_bytes() <= kMaxSmemBytes) {
+    const int64_t wide_from = std::max(big_from, one_wave_from(128, ceil_div(N, wide.bn), wave));
+    if (wide_from <= hi) {
+      wgmma.push_back({wide, wide_from, hi});
+      big_hi = wide_from - 1;
+    }
+  }
+  if (big_from <= big_hi) wgmma.push_back({big, big_from, big_hi});
   if (small_from <= std::min(hi, big_from - 1))
     wgmma.push_back({small, small_from, std::min(hi, big_from - 1)});
   const std::vector<TileVariant> mma = tile_variants(spec.M, N, nb);
@@ -248,9 +284,9 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
     launch.nodes = spec.nodes;
     std::string src = wgmma_source(ctx, spec, launch.name, t, &launch.tensor_maps);
     launch.buffers = spec.params.buffers();
-    launch.aligned_only = true;  // its outputs' pairs; TMA checks its operands
+    launch.aligned_only = true;  // its epilogue's pairs; TMA checks its operands
     for (const CheckedOperand& c : spec.params.checked_operands())
-      if (c.written) launch.checked_operands.push_back(c);
+      if (c.epilogue_pairs()) launch.checked_operands.push_back(c);
     ctx.add_kernel(std::move(launch), src);
   }
   // The mma.sync tiles for M below the wgmma range.

@@ -1,14 +1,16 @@
 // Lowering of a weight-gradient group (Note [Weight-gradient groups] in
-// passes/split_weight_grads.cc): partial products over token chunks, then their reduction in
-// chunk order. Operands are fp32 (LoRA adapters) or bf16 read through their prologue, so the
-// products run on fp32 FMA tiles: a block computes a TP x TQ tile with 256 threads, each owning a
-// 4 x 4 micro-tile (Note [Weight-gradient micro-tiles]); the tile is 256 x 16 or 16 x 256 when
-// one side is a LoRA rank, else 64 x 64.
-#include <map>
+// passes/split_weight_grads.cc): one kernel of partial products over token chunks, whose last
+// block per output tile sums the tile's partials in chunk order. Operands are fp32 (LoRA adapters)
+// or bf16 read through their prologue, so the products run on fp32 FMA tiles: a block computes a
+// TP x TQ tile with 256 threads, each owning a 4 x 4 micro-tile (Note [Weight-gradient
+// micro-tiles]); the tile is 256 x 16 or 16 x 256 when one side is a LoRA rank, else 64 x 64. The
+// operands are staged through registers (Note [Weight-gradient staging] in
+// codegen/device/dg_wgrad.cuh).
 #include <set>
 #include <stdexcept>
 
 #include "codegen/c_expr.h"
+#include "codegen/kernel_params.h"
 #include "codegen/lowering.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/tile_choice.h"
@@ -18,48 +20,61 @@ namespace dg {
 
 namespace {
 
-// Pointer parameters of a kernel; a buffer read twice is passed once.
-class ParamList {
- public:
-  std::string add(BufferRef b, DType dtype, bool output) {
-    for (size_t i = 0; i < buffers_.size(); ++i)
-      if (buffers_[i] == b) return names_[i];
-    std::string name = (output ? "o" : "p") + std::to_string(buffers_.size());
-    decl_ += (decl_.empty() ? "" : ", ") + std::string(output ? "" : "const ") + ctype(dtype) +
-             "* __restrict__ " + name;
-    buffers_.push_back(b);
-    names_.push_back(name);
-    return name;
-  }
-  const std::string& declaration() const { return decl_; }
-  const std::vector<BufferRef>& buffers() const { return buffers_; }
-
- private:
-  std::vector<BufferRef> buffers_;
-  std::vector<std::string> names_;
-  std::string decl_;
-};
+constexpr int kThreads = 256;
 
 std::string round_to(DType t, const std::string& expr) {
   return "dg_convert<float>(dg_convert<" + ctype(t) + ">(" + expr + "))";
 }
 
-// Element (r, c) of the 2-d value `v` as a float expression: group members (the prologue) are
-// evaluated in place, anything else is loaded from its buffer.
-std::string element(LoweringContext& ctx, ParamList& params, const std::set<int>& members,
-                    ValueId v, const std::string& r, const std::string& c) {
+// A tensor an operand's prologue reads: element (r, c) at r * W + c, where r is the token index
+// (a token row, contiguous along the operand's columns) or the column (contiguous along tokens).
+struct Leaf {
+  BufferRef buffer;
+  std::string param, var;  // the kernel parameter; the staging registers' array
+  DType dtype;
+  bool token_rows;
+  SymExpr W;
+  bool vector = false;  // 16-byte loads when aligned (Note [Weight-gradient staging])
+};
+
+// One operand of a problem as the block stages it: 16 tokens x `extent` columns from `origin`.
+struct Operand {
+  std::string name;  // "a" or "b"
+  std::string smem, origin, bound;
+  int64_t extent = 0;
+  int lanes = 4;     // V: neighbouring columns per vector
+  std::string expr;  // element (k, c) of lanes j of slot i, from the leaves' registers
+  std::vector<Leaf> leaves;
+  int64_t vectors() const { return 16 * extent / lanes; }
+  // A vector's lanes are all inside the operand or all outside.
+  bool bound_in_vectors() const { return std::stoll(bound) % lanes == 0; }
+  int64_t slots() const { return (vectors() + kThreads - 1) / kThreads; }
+};
+
+bool widened_by_lanes(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
+
+// Element (r, c) of the 2-d value `v` as a float expression, where r and c are "k" (the token) or
+// "c" (the operand's column): group members (the prologue) are evaluated in place, anything else
+// is a leaf read from the staging registers.
+std::string element(LoweringContext& ctx, KernelParams& params, const std::set<int>& members,
+                    Operand& op, ValueId v, const std::string& r, const std::string& c) {
   const Graph& g = ctx.graph();
   const TensorType& t = g.tensor(v);
   int p = g.value(v).producer;
   if (p < 0 || !members.count(p)) {
-    std::string name = params.add(ctx.buffer_of(v), t.dtype, false);
-    return "dg_convert<float>(" + name + "[(" + r + ") * " + c_expr(t.shape[1]) + " + (" + c +
-           ")])";
+    const BufferRef buffer = ctx.buffer_of(v);
+    const std::string param = params.add(buffer, t.dtype, false);
+    const bool token_rows = r == "k";
+    for (const Leaf& l : op.leaves)
+      if (l.param == param && l.token_rows == token_rows) return l.var + "[i].lane(j)";
+    op.leaves.push_back({buffer, param, op.name + std::to_string(op.leaves.size()), t.dtype,
+                         token_rows, t.shape[1]});
+    return op.leaves.back().var + "[i].lane(j)";
   }
   const Node& n = g.nodes[p];
-  if (n.op == OpKind::kPermute) return element(ctx, params, members, n.inputs[0], c, r);
+  if (n.op == OpKind::kPermute) return element(ctx, params, members, op, n.inputs[0], c, r);
   if (op_info(n.op).category == OpCategory::kCast)
-    return round_to(t.dtype, element(ctx, params, members, n.inputs[0], r, c));
+    return round_to(t.dtype, element(ctx, params, members, op, n.inputs[0], r, c));
   std::vector<std::string> args;
   for (ValueId in : n.inputs) {
     int q = g.value(in).producer;
@@ -67,7 +82,7 @@ std::string element(LoweringContext& ctx, ParamList& params, const std::set<int>
       DType ct = g.tensor(in).dtype;
       args.push_back(round_to(ct, c_float(g.nodes[q].attrs.get_float("value").value_or(0.0))));
     } else {
-      args.push_back(element(ctx, params, members, in, r, c));
+      args.push_back(element(ctx, params, members, op, in, r, c));
     }
   }
   std::string e = scalar_expr(n.op, args);
@@ -75,81 +90,231 @@ std::string element(LoweringContext& ctx, ParamList& params, const std::set<int>
   return round_to(t.dtype, e);
 }
 
+// Reads the operand's prologue, and picks its vector width and which leaves load 16 bytes at once.
+Operand make_operand(LoweringContext& ctx, KernelParams& params, const std::set<int>& members,
+                     const std::string& name, ValueId v, bool rows_are_columns, int64_t extent,
+                     int64_t bound, const std::string& origin) {
+  Operand op;
+  op.name = name;
+  op.smem = name == "a" ? "As" : "Bs";
+  op.origin = origin;
+  op.bound = std::to_string(bound);
+  op.extent = extent;
+  op.expr = rows_are_columns ? element(ctx, params, members, op, v, "c", "k")
+                             : element(ctx, params, members, op, v, "k", "c");
+  auto vectorizable = [&](const Leaf& l, int lanes) {
+    return l.token_rows && widened_by_lanes(l.dtype) && dtype_size(l.dtype) * lanes == 16 &&
+           l.W.is_const() && *l.W.as_const() % lanes == 0;
+  };
+  for (const Leaf& l : op.leaves)
+    if (widened_by_lanes(l.dtype) && vectorizable(l, 16 / dtype_size(l.dtype))) {
+      op.lanes = 16 / dtype_size(l.dtype);
+      break;
+    }
+  for (Leaf& l : op.leaves) {
+    l.vector = vectorizable(l, op.lanes);
+    if (l.vector) params.add_checked(l.buffer, l.dtype, SymExpr(0));
+  }
+  return op;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Declarations of the operand's staging registers and alignment flags.
+std::string staging_registers(const Operand& op) {
+  std::string s;
+  for (const Leaf& l : op.leaves) {
+    const std::string type = widened_by_lanes(l.dtype) && dtype_size(l.dtype) * op.lanes == 16
+                                 ? "DgWgradVector<" + ctype(l.dtype) + ">"
+                                 : "DgWgradLanes<" + ctype(l.dtype) + ", " + str(op.lanes) + ">";
+    s += "    " + type + " " + l.var + "[" + str(op.slots()) + "];\n";
+    if (l.vector)
+      s += "    const bool " + l.var + "_aligned = dg_wgrad_aligned16(" + l.param + ");\n";
+  }
+  return s;
+}
+
+// The head of a loop over the thread's vectors of a stage: slot i, vector e, its token row `row`
+// and first column `cv` in the tile.
+std::string for_each_vector(const Operand& op) {
+  const std::string per_row = str(op.extent / op.lanes);
+  return "      DG_UNROLL\n      for (int i = 0; i < " + str(op.slots()) +
+         "; ++i) {\n        const int e = threadIdx.x + " + str(kThreads) + " * i;\n" +
+         (op.vectors() % kThreads != 0 ? "        if (e >= " + str(op.vectors()) + ") break;\n"
+                                       : "") +
+         "        const int row = e / " + per_row + ", cv = " + str(op.lanes) + " * (e % " +
+         per_row + ");\n        const long long k = k0 + row;\n        const int c = (int)" +
+         op.origin + " + cv;\n";
+}
+
+// n: the vector's lanes inside the operand (at most 0 past k_end or the last column). 32-bit
+// compares: 64-bit ones per lane took a fifth of the loop's instructions.
+std::string lanes_inside(const Operand& op) {
+  return "        const int n = k < k_end ? " + op.bound + " - c : 0;\n";
+}
+
+// Whether all of the vector's lanes are inside the operand.
+std::string whole_vector(const Operand& op) {
+  return op.bound_in_vectors() ? "n > 0" : "n >= " + str(op.lanes);
+}
+
+// A lambda issuing the loads of the stage at k0 into the operand's registers.
+std::string stage_loads(const Operand& op) {
+  std::string s = "    auto " + op.name + "_load = [&](const long long k0) {\n" +
+                  for_each_vector(op) + lanes_inside(op);
+  for (const Leaf& l : op.leaves) {
+    const std::string W = c_expr(l.W);
+    const std::string at = l.token_rows ? l.param + " + (k * " + W + " + c), 1"
+                                        : l.param + " + (c * " + W + " + k), " + W;
+    const bool bits = widened_by_lanes(l.dtype) && dtype_size(l.dtype) * op.lanes == 16;
+    s += "        " + l.var + "[i].load(" + at + ", n" +
+         (bits ? l.vector ? ", " + l.var + "_aligned && " + whole_vector(op) : ", false" : "") +
+         ");\n";
+  }
+  return s + "      }\n    };\n";
+}
+
+// A lambda writing the stage at k0 from the registers to shared memory through the prologue.
+std::string stage_stores(const Operand& op) {
+  std::string s = "    auto " + op.name + "_store = [&](const long long k0) {\n" +
+                  for_each_vector(op) + lanes_inside(op) + "        float v[" + str(op.lanes) +
+                  "];\n        DG_UNROLL\n        for (int j = 0; j < " + str(op.lanes) +
+                  "; ++j) v[j] = " + (op.bound_in_vectors() ? std::string("0") : "j") + " < n ? " +
+                  op.expr + " : 0.0f;\n";
+  for (int m = 0; m < op.lanes / 4; ++m) {
+    const std::string o = str(4 * m);
+    s += "        *reinterpret_cast<float4*>(&" + op.smem + "[row][cv + " + o +
+         "]) = make_float4(v[" + o + "], v[" + str(4 * m + 1) + "], v[" + str(4 * m + 2) + "], v[" +
+         str(4 * m + 3) + "]);\n";
+  }
+  return s + "      }\n    };\n";
+}
+
 struct Problem {
   const Node* node;
   int64_t P, Q, TP, TQ, tiles, offset;  // offset: first element in the partials' row
 };
 
-// One problem's share of the partials kernel.
+// acc[i][j] += a_i * b_j over the float4s' lanes, written out: through float[4] copies of the
+// float4s, ptxas spilled one register of the Phi-3.5-MoE backward's kernel on sm_90a.
+std::string outer_product() {
+  const char* lane[4] = {".x", ".y", ".z", ".w"};
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    s += "        ";
+    for (int j = 0; j < 4; ++j)
+      s += std::string(j ? " " : "") + "acc[" + str(i) + "][" + str(j) + "] += a4" + lane[i] +
+           " * b4" + lane[j] + ";";
+    s += "\n";
+  }
+  return s;
+}
+
+// One problem's share of the kernel: its k loop, then its partials and, in the last block of the
+// tile, their sum.
 //
 // Note [Weight-gradient micro-tiles]
 // Each thread owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its
 // operands as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided
-// across the threads took eight). The staging loops have compile-time trip counts (16 x TP and 16 x
-// TQ are multiples of the 256 threads) but stay rolled: fully unrolled, ptxas hoisted their loads
-// into 196 registers (one block per SM), and held to 64 it spilled. Each output sums its products
-// in k order, as before: the bits do not change.
-std::string problem_code(LoweringContext& ctx, ParamList& params, const std::set<int>& members,
-                         const Problem& pr, int64_t tile_base, const std::string& total) {
-  const std::string P = std::to_string(pr.P), Q = std::to_string(pr.Q);
-  const std::string TP = std::to_string(pr.TP), TQ = std::to_string(pr.TQ);
-  const std::string a = element(ctx, params, members, pr.node->inputs[0], "p", "k");
-  const std::string b = element(ctx, params, members, pr.node->inputs[1], "k", "q");
-  const std::string q_tiles = std::to_string(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0));
-  const std::string tq_threads = std::to_string(pr.TQ / 4);
-  // acc[i][j] += a_i * b_j over the float4s' lanes, written out: through float[4] copies of the
-  // float4s, ptxas spilled one register of the Phi-3.5-MoE backward's kernel on sm_90a.
-  auto outer_product = [](const std::string& a, const std::string& b) {
-    const char* lane[4] = {".x", ".y", ".z", ".w"};
-    std::string s;
-    for (int i = 0; i < 4; ++i) {
-      s += "        ";
-      for (int j = 0; j < 4; ++j)
-        s += std::string(j ? " " : "") + "acc[" + std::to_string(i) + "][" + std::to_string(j) +
-             "] += " + a + lane[i] + " * " + b + lane[j] + ";";
-      s += "\n";
-    }
-    return s;
-  };
-  // Stages rows [k0, k0 + 16) of one operand, `extent` columns from `origin`, into `smem`.
-  auto stage = [](const std::string& smem, const std::string& extent, const std::string& origin,
-                  const std::string& bound, const std::string& index, const std::string& value) {
-    return "      DG_NO_UNROLL\n"
-           "      for (int i = 0; i < 16 * " +
-           extent + " / 256; ++i) {\n" + "        const int e = threadIdx.x + 256 * i;\n" +
-           "        const long long k = k0 + e / " + extent + ", " + index + " = " + origin +
-           " + e % " + extent + ";\n" + "        " + smem + "[e / " + extent + "][e % " + extent +
-           "] = (k < k_end && " + index + " < " + bound + ") ? " + value + " : 0.0f;\n      }\n";
-  };
-  return "    const int t = tile - " + std::to_string(tile_base) + ";\n" +
-         "    const long long p0 = (long long)(t / " + q_tiles + ") * " + TP +
-         ", q0 = (long long)(t % " + q_tiles + ") * " + TQ + ";\n" +
-         "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " + tq_threads +
-         ";\n"
-         "    float acc[4][4];\n"
-         "    DG_UNROLL\n"
-         "    for (int i = 0; i < 4; ++i)\n"
-         "      DG_UNROLL\n"
-         "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n"
-         "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n" +
-         stage("As", TP, "p0", P, "p", a) + stage("Bs", TQ, "q0", Q, "q", b) +
-         "      __syncthreads();\n"
-         "      DG_UNROLL\n"
-         "      for (int kk = 0; kk < 16; ++kk) {\n"
-         "        const float4 a4 = reinterpret_cast<const float4*>(As[kk])[tp];\n"
-         "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n" +
-         outer_product("a4", "b4") +
-         "      }\n"
-         "      __syncthreads();\n"
-         "    }\n"
-         "    DG_UNROLL\n"
-         "    for (int i = 0; i < 4; ++i)\n"
-         "      DG_UNROLL\n"
-         "      for (int j = 0; j < 4; ++j) {\n"
-         "        const long long p = p0 + 4 * tp + i, q = q0 + 4 * tq + j;\n"
-         "        if (p < " +
-         P + " && q < " + Q + ")\n" + "          part[chunk * " + total + " + " +
-         std::to_string(pr.offset) + " + p * " + Q + " + q] = acc[i][j];\n" + "      }\n";
+// across the threads took eight). The staging runs a step ahead in registers (Note
+// [Weight-gradient staging] in codegen/device/dg_wgrad.cuh): step k0's vectors are stored, the
+// loads of k0 + 16 issued, then step k0's FFMAs run. Each output sums its products in k order
+// within a chunk, and the chunks in chunk order: the bits do not depend on the launch.
+std::string problem_code(const Problem& pr, const Operand& a, const Operand& b, int64_t tile_base,
+                         int64_t total, const std::string& out, DType out_dtype) {
+  const std::string P = str(pr.P), Q = str(pr.Q), TP = str(pr.TP), TQ = str(pr.TQ);
+  const std::string q_tiles = str(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0));
+  const std::string tq_threads = str(pr.TQ / 4);
+  // float4 partials when every row of 4 columns starts 16-byte aligned in the workspace.
+  const bool vec = pr.Q % 4 == 0 && total % 4 == 0 && pr.offset % 4 == 0;
+  const std::string at = "p * " + Q + " + q";
+  std::string s =
+      "    const int t = tile - " + str(tile_base) + ";\n" +
+      "    const long long p0 = (long long)(t / " + q_tiles + ") * " + TP +
+      ", q0 = (long long)(t % " + q_tiles + ") * " + TQ + ";\n" +
+      "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " + tq_threads +
+      ";\n"
+      "    float acc[4][4];\n"
+      "    DG_UNROLL\n"
+      "    for (int i = 0; i < 4; ++i)\n"
+      "      DG_UNROLL\n"
+      "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n" +
+      staging_registers(a) + staging_registers(b) + stage_loads(a) + stage_loads(b) +
+      stage_stores(a) + stage_stores(b) +
+      "    if (k_begin < k_end) {\n"
+      "      a_load(k_begin);\n"
+      "      b_load(k_begin);\n"
+      "    }\n"
+      "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n"
+      "      a_store(k0);\n"
+      "      b_store(k0);\n"
+      "      __syncthreads();\n"
+      "      if (k0 + 16 < k_end) {  // the next step's loads, in flight during this step's FFMAs\n"
+      "        a_load(k0 + 16);\n"
+      "        b_load(k0 + 16);\n"
+      "      }\n"
+      "      DG_UNROLL\n"
+      "      for (int kk = 0; kk < 16; ++kk) {\n"
+      "        const float4 a4 = reinterpret_cast<const float4*>(As[kk])[tp];\n"
+      "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n" +
+      outer_product() +
+      "      }\n"
+      "      __syncthreads();\n"
+      "    }\n"
+      "    float* const partials = part + " +
+      str(pr.offset) + ";  // chunk c's at partials + c * " + str(total) +
+      "\n"
+      "    const long long q = q0 + 4 * tq;\n"
+      "    if (gridDim.y > 1) {\n"
+      "      DG_UNROLL\n"
+      "      for (int i = 0; i < 4; ++i) {\n"
+      "        const long long p = p0 + 4 * tp + i;\n";
+  if (vec)
+    s += "        if (p < " + P + " && q < " + Q +
+         ")\n          *reinterpret_cast<float4*>(partials + chunk * " + str(total) + " + " + at +
+         ") = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);\n";
+  else
+    s += "        DG_UNROLL\n        for (int j = 0; j < 4; ++j)\n          if (p < " + P +
+         " && q + j < " + Q + ") partials[chunk * " + str(total) + " + " + at +
+         " + j] = acc[i][j];\n";
+  s += "      }\n"
+       "      if (!dg_wgrad_last_block(arrivals + tile, gridDim.y, &last_block)) return;\n"
+       "    }\n"
+       "    float sum[4][4];\n"
+       "    DG_UNROLL\n"
+       "    for (int i = 0; i < 4; ++i)\n"
+       "      DG_UNROLL\n"
+       "      for (int j = 0; j < 4; ++j) sum[i][j] = 0.0f;\n"
+       "    for (long long c = 0; c < gridDim.y; ++c) {\n"
+       "      DG_UNROLL\n"
+       "      for (int i = 0; i < 4; ++i) {\n"
+       "        const long long p = p0 + 4 * tp + i;\n";
+  if (vec)
+    s += "        if (p >= " + P + " || q >= " + Q +
+         ") continue;\n"
+         "        const float4 x = c == chunk ? make_float4(acc[i][0], acc[i][1], acc[i][2], "
+         "acc[i][3])\n"
+         "                                    : *reinterpret_cast<const float4*>(partials + c * " +
+         str(total) + " + " + at +
+         ");\n"
+         "        sum[i][0] += x.x;\n        sum[i][1] += x.y;\n        sum[i][2] += x.z;\n"
+         "        sum[i][3] += x.w;\n";
+  else
+    s += "        DG_UNROLL\n        for (int j = 0; j < 4; ++j)\n          if (p < " + P +
+         " && q + j < " + Q + ")\n            sum[i][j] += c == chunk ? acc[i][j] : partials[c * " +
+         str(total) + " + " + at + " + j];\n";
+  s += "      }\n"
+       "    }\n"
+       "    DG_UNROLL\n"
+       "    for (int i = 0; i < 4; ++i)\n"
+       "      DG_UNROLL\n"
+       "      for (int j = 0; j < 4; ++j) {\n"
+       "        const long long p = p0 + 4 * tp + i;\n"
+       "        if (p < " +
+       P + " && q + j < " + Q + ") " + out + "[" + at + " + j] = dg_convert<" + ctype(out_dtype) +
+       ">(sum[i][j]);\n"
+       "      }\n";
+  return s;
 }
 
 }  // namespace
@@ -185,35 +350,51 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   const SymExpr chunk = max(SymExpr(min_chunk),
                             SymExpr(16) * ceildiv(ceildiv(K, SymExpr(target_chunks)), SymExpr(16)));
   SymExpr chunks = ceildiv(K, chunk);
-  std::string total_s = std::to_string(total);
   BufferRef part =
-      ctx.workspace(chunks * SymExpr(total * 4),
-                    "weight-gradient partials, f32[" + chunks.to_string() + ", " + total_s + "]");
+      ctx.workspace(chunks * SymExpr(total * 4), "weight-gradient partials, f32[" +
+                                                     chunks.to_string() + ", " + str(total) + "]");
   std::string outputs;
   for (const Problem& pr : problems) outputs += " %" + std::to_string(pr.node->output);
 
-  // Kernel 1: partial products, blockIdx.x = tile over all problems, blockIdx.y = token chunk.
-  ParamList params;
+  // blockIdx.x = tile over all problems, blockIdx.y = token chunk; the last block of a tile to
+  // finish sums its partials (Note [Last block reduces] in codegen/emit_rank_gemm.cc).
+  KernelParams params;
   params.add(part, DType::kF32, true);
   std::string body;
   int64_t base = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
-    body += std::string(i == 0 ? "  if" : "  } else if") + " (tile < " +
-            std::to_string(base + problems[i].tiles) + ") {\n" +
-            problem_code(ctx, params, set, problems[i], base, total_s);
-    base += problems[i].tiles;
+    const Problem& pr = problems[i];
+    const Operand a =
+        make_operand(ctx, params, set, "a", pr.node->inputs[0], true, pr.TP, pr.P, "p0");
+    const Operand b =
+        make_operand(ctx, params, set, "b", pr.node->inputs[1], false, pr.TQ, pr.Q, "q0");
+    const DType out_dtype = g.tensor(pr.node->output).dtype;
+    const std::string out = params.add(ctx.buffer_of(pr.node->output), out_dtype, true);
+    body += std::string(i == 0 ? "  if" : "  } else if") + " (tile < " + str(base + pr.tiles) +
+            ") {\n" + problem_code(pr, a, b, base, total, out, out_dtype);
+    base += pr.tiles;
   }
   body += "  }\n";
-  KernelLaunch k1;
-  k1.name = ctx.kernel_name("wgrad_partials");
-  k1.summary = "weight gradients" + outputs + ": partial products over " + chunks.to_string() +
-               " chunks of " + chunk.to_string() + " of K=" + K.to_string() + " tokens";
-  k1.grid = {SymExpr(tiles), chunks, SymExpr(1)};
-  k1.block = {256, 1, 1};
-  k1.buffers = params.buffers();
-  k1.nodes = members;  // the cost model counts the products here (Note [Kernel cost model])
-  std::string src1 =
-      "extern \"C\" __global__ void __launch_bounds__(256) " + k1.name + "(" +
+  KernelLaunch k;
+  k.name = ctx.kernel_name("wgrad_partials");
+  k.summary = "weight gradients" + outputs + ": partial products over " + chunks.to_string() +
+              " chunks of " + chunk.to_string() + " of K=" + K.to_string() +
+              " tokens, summed in chunk order by the last block of each tile";
+  // K = 0 still launches one chunk: its blocks write the zero gradients (the caller's outputs
+  // come uninitialised).
+  k.grid = {SymExpr(tiles), max(chunks, SymExpr(1)), SymExpr(1)};
+  k.block = {kThreads, 1, 1};
+  k.buffers = params.buffers();
+  k.checked_operands = params.checked_operands();
+  k.nodes = members;  // the cost model counts the products here (Note [Kernel cost model])
+  const std::string counters = k.name + "_arrivals";
+  std::string src =
+      "#include \"dg_wgrad.cuh\"\n"
+      "// Note [Arrival counters] (codegen/emit_rank_gemm.cc): zero at module load, left zero by\n"
+      "// every launch.\n"
+      "__device__ unsigned " +
+      counters + "[" + str(tiles) + "] = {};\n" +
+      "extern \"C\" __global__ void __launch_bounds__(" + str(kThreads) + ") " + k.name + "(" +
       params.declaration() + ctx.symbol_params() + ") {\n" + "  const long long K = " + c_expr(K) +
       ";\n"
       "  const long long chunk_tokens = " +
@@ -222,47 +403,14 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
       "  const long long k_end = k_begin + chunk_tokens < K ? k_begin + chunk_tokens : K;\n"
       "  const int tile = blockIdx.x;\n"
       "  float* __restrict__ part = o0;\n"
+      "  unsigned* const arrivals = " +
+      counters +
+      ";\n"
       "  __shared__ __align__(16) float As[16][256 + 4];\n"  // rows of 16-byte multiples
-      "  __shared__ __align__(16) float Bs[16][256 + 4];\n" +
+      "  __shared__ __align__(16) float Bs[16][256 + 4];\n"
+      "  __shared__ bool last_block;\n" +
       body + "}\n";
-  ctx.add_kernel(std::move(k1), src1);  // computes the group's nodes (the current ones)
-
-  // Kernel 2: out[e] = sum over chunks c = 0, 1, ... of part[c][e], in that order.
-  ParamList rparams;
-  rparams.add(part, DType::kF32, false);
-  std::string stores;
-  for (size_t i = 0; i < problems.size(); ++i) {
-    const Problem& pr = problems[i];
-    DType t = g.tensor(pr.node->output).dtype;
-    std::string o = rparams.add(ctx.buffer_of(pr.node->output), t, true);
-    std::string end = std::to_string(pr.offset + pr.P * pr.Q);
-    stores += std::string(i == 0 ? "    if" : "    else if") + " (e < " + end + ") " + o + "[e - " +
-              std::to_string(pr.offset) + "] = dg_convert<" + ctype(t) + ">(a);\n";
-  }
-  KernelLaunch k2;
-  k2.name = ctx.kernel_name("wgrad_reduce");
-  k2.summary = "weight gradients" + outputs + ": chunk partials summed in chunk order";
-  k2.grid = grid_for(SymExpr(total));
-  k2.block = {256, 1, 1};
-  k2.buffers = rparams.buffers();
-  // For the cost model the reduction is data movement: it is listed with the group's permutes
-  // (0 FLOPs) rather than the current node, a matmul whose FLOPs kernel 1 already counts; its
-  // adds (one per partial) are left out of the FLOP count.
-  for (int m : members)
-    if (g.nodes[m].op == OpKind::kPermute) k2.nodes.push_back(m);
-  std::string src2 = "extern \"C\" __global__ void __launch_bounds__(256) " + k2.name + "(" +
-                     rparams.declaration() + ctx.symbol_params() + ") {\n" +
-                     "  const long long chunks = " + c_expr(chunks) +
-                     ";\n"
-                     "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < " +
-                     total_s +
-                     ";\n       e += (long long)gridDim.x * blockDim.x) {\n"
-                     "    float a = 0.0f;\n"
-                     "    for (long long c = 0; c < chunks; ++c) a += p0[c * " +
-                     total_s + " + e];\n" + stores + "  }\n}\n";
-  // The reduction computes no node of the graph: its cost is the bytes it moves.
-  ctx.set_current_nodes({});
-  ctx.add_kernel(std::move(k2), src2);
+  ctx.add_kernel(std::move(k), src);  // computes the group's nodes (the current ones)
 }
 
 }  // namespace dg

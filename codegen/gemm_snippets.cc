@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "codegen/epilogue_operands.h"
+
 namespace dg {
 
 std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
@@ -45,10 +47,12 @@ bool pairs_outputs(const GemmKernelSpec& spec) {
 }
 
 std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair) {
-  if (!pair || !pairs_outputs(spec)) return "  DgDirectStores dg_stores;\n";
+  if (!pair || !pairs_outputs(spec))
+    return epilogue_io_declaration(spec, params, "DgDirectStores", false);
   for (const EpilogueStore& s : spec.stores)
     if (pairable(s)) params.check_paired_output(s.buffer, s.dtype);
-  return "  DgPairs<" + std::to_string(spec.stores.size()) + "> dg_stores;\n";
+  return epilogue_io_declaration(spec, params,
+                                 "DgPairs<" + std::to_string(spec.stores.size()) + ">", true);
 }
 
 std::string rank_staging_code(const std::vector<EpilogueProduct>& products,

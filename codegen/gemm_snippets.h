@@ -24,7 +24,8 @@ std::string epilogue_lambda(const GemmKernelSpec& spec, const std::string& acc,
 bool pairs_outputs(const GemmKernelSpec& spec);
 // Declares `dg_stores`, the stores for a tensor-core epilogue over `spec`: paired when `pair` and
 // pairs_outputs(spec) (the paired outputs' base addresses join `params`' checked operands, which
-// the host checks before the launch: Note [GEMM fallbacks] in kernel_plan.h), direct otherwise.
+// the host checks before the launch: Note [GEMM fallbacks] in kernel_plan.h), direct otherwise;
+// with the epilogue's operands, paired likewise (codegen/epilogue_operands.h).
 std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bool pair = true);
 // Copies the block's rows of each product's U and columns of its B into `dg_scratch` (floats, at
 // `offsets`; Note [Staged rank-r epilogue]), then a barrier, and declares dg_rank_at, the

@@ -50,6 +50,15 @@ struct EpilogueStore {
   std::string param;  // the kernel's parameter name
 };
 
+// An operand of the output's shape the epilogue reads at (row, col) through dg_in<k>(dg_st,
+// address), k its position in GemmKernelSpec::operands (Note [Epilogue operand loads] in
+// codegen/device/dg_epilogue_loads.cuh).
+struct EpilogueOperand {
+  BufferRef buffer;
+  DType dtype;
+  std::string param;  // the kernel's parameter name
+};
+
 struct GemmKernelSpec {
   std::string what, summary;
   std::vector<int> nodes;  // the graph nodes the kernel computes (KernelLaunch::nodes)
@@ -66,6 +75,8 @@ struct GemmKernelSpec {
   std::vector<EpilogueProduct> products;  // the epilogue's rank-r products
   // The epilogue's outputs, in the order of their dg_put slots (Note [Paired stores]).
   std::vector<EpilogueStore> stores;
+  // The epilogue's operands of the output's shape, in the order of their dg_in slots.
+  std::vector<EpilogueOperand> operands;
   // Empty, or the K segments accumulated one after another into the same accumulators (then `a`
   // and `b` are the first segment's and K is their sum).
   std::vector<GemmKSegment> k_segments;

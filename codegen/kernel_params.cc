@@ -36,6 +36,13 @@ void KernelParams::check_paired_output(BufferRef buffer, DType dtype) {
     checked_.push_back(checked);
 }
 
+void KernelParams::check_paired_operand(BufferRef buffer, DType dtype) {
+  const CheckedOperand checked{position(buffer, dtype, false), SymExpr(0),
+                               2 * static_cast<int>(dtype_size(dtype)), false, true};
+  if (std::find(checked_.begin(), checked_.end(), checked) == checked_.end())
+    checked_.push_back(checked);
+}
+
 std::string KernelParams::declaration() const {
   std::string s;
   for (size_t i = 0; i < decls_.size(); ++i) s += (i ? ", " : "") + decls_[i];

@@ -21,6 +21,9 @@ class KernelParams {
   // when its base is aligned to a pair, checked at run time (Note [Paired stores] in
   // codegen/device/dg_store.cuh).
   void check_paired_output(BufferRef buffer, DType dtype);
+  // Likewise for an epilogue operand (already a parameter) read in pairs (Note [Epilogue operand
+  // loads] in codegen/device/dg_epilogue_loads.cuh).
+  void check_paired_operand(BufferRef buffer, DType dtype);
   std::string declaration() const;  // "T* __restrict__ o0, const U* __restrict__ p1, ..."
   const std::vector<BufferRef>& buffers() const { return buffers_; }
   const std::vector<CheckedOperand>& checked_operands() const { return checked_; }

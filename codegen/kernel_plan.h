@@ -34,9 +34,15 @@ struct CheckedOperand {
   SymExpr offset_bytes;  // from the buffer's start
   int alignment = 16;    // bytes
   bool written = false;  // an output written in pairs, rather than an operand read in 16 bytes
+  // An epilogue operand read in pairs (Note [Epilogue operand loads] in
+  // codegen/device/dg_epilogue_loads.cuh).
+  bool read_in_pairs = false;
+  // Checked by the kernels whose epilogue pairs, not by the GEMM's fallback (Note [GEMM
+  // fallbacks]), which stores and loads element by element.
+  bool epilogue_pairs() const { return written || read_in_pairs; }
   bool operator==(const CheckedOperand& o) const {
     return param == o.param && offset_bytes == o.offset_bytes && alignment == o.alignment &&
-           written == o.written;
+           written == o.written && read_in_pairs == o.read_in_pairs;
   }
 };
 

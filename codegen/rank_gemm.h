@@ -11,8 +11,9 @@ namespace dg {
 // emit_rank_gemm.cc): f32 accumulation, static N and K >= 256 with all B columns (N times the B
 // count) at most 64, no batch or K segments, 16-byte vectors along each operand's contiguous dim.
 bool rank_gemm_eligible(const GemmKernelSpec& spec);
-// Emits the split-K partial products and their in-order reduction with the epilogue, problem p on
-// blockIdx.z == p; `params` holds every problem's epilogue buffers (as for a grouped GEMM).
+// Emits one split-K kernel: the partial products, summed in split order by the last CTA of each
+// row tile, which runs the epilogue (Note [Last block reduces]); problem p on blockIdx.z == p;
+// `params` holds every problem's epilogue buffers (as for a grouped GEMM).
 void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& problems,
                     KernelParams params);
 

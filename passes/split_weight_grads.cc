@@ -6,10 +6,10 @@
 // dynamic token count while P and Q are static: a tile of the output has only P * Q / tile work
 // items, so a kernel that loops over all of K in one block leaves the GPU idle, and float atomics
 // would make the result depend on scheduling. Such matmuls (with K the same symbolic expression)
-// form one group marked `split_tokens = C`: codegen lowers it as two kernels for every member
-// together (codegen/emit_wgrad.cc): (1) partial products over chunks of tokens, each block one
+// form one group marked `split_tokens = C`: codegen lowers it as one kernel for every member
+// together (codegen/emit_wgrad.cc): partial products over chunks of tokens, each block one
 // output tile of one member for one chunk, written as fp32 to a workspace of
-// chunks x (sum of P * Q) floats; (2) a reduction that adds each element's chunk partials in
+// chunks x (sum of P * Q) floats; the last block of each tile adds the tile's chunk partials in
 // chunk order. A chunk holds at least C tokens and a multiple of 16; past that, K is cut into at
 // most as many chunks as make two waves of blocks on an H100/H200 with the group's output tiles
 // (Note [Tile choice] in codegen/tile_choice.cc): the seed's 36 tiles want 8 chunks, 288 blocks,

@@ -1,5 +1,7 @@
 #include "runtime/binary_key.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <vector>
 
@@ -35,12 +37,26 @@ const std::string& host_headers_digest() {
   return digest;
 }
 
+constexpr const char* kDeviceDebugMacro = "-DDG_DEVICE_DEBUG=1";
+
+// The compiler's identity (its `--version`, which takes a process to read) once per option set.
 const std::string& host_compiler_identity() {
-  static const std::string id = emu::EmuModule::compiler_identity() + " +source-sha";
-  return id;
+  if (device_debug_mode()) {
+    static const std::string debug =
+        emu::EmuModule::compiler_identity(host_compile_options()) + " +source-sha";
+    return debug;
+  }
+  static const std::string plain =
+      emu::EmuModule::compiler_identity(host_compile_options()) + " +source-sha";
+  return plain;
 }
 
 }  // namespace
+
+bool device_debug_mode() {
+  const char* v = std::getenv("DYNGEN_DEVICE_DEBUG");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
 
 CompileOptions device_compile_options(const std::string& arch) {
   CompileOptions copts;
@@ -49,7 +65,14 @@ CompileOptions device_compile_options(const std::string& arch) {
   // and the driver double uses to find the source's host emulation.
   copts.line_info = true;
   copts.ptxas_verbose = true;  // Note [ptxas report]
+  if (device_debug_mode()) copts.extra_options.push_back(kDeviceDebugMacro);
   return copts;
+}
+
+emu::EmuCompileOptions host_compile_options() {
+  emu::EmuCompileOptions o;
+  if (device_debug_mode()) o.extra_flags.push_back(kDeviceDebugMacro);
+  return o;
 }
 
 Result<KernelKeyParts> kernel_key_parts(const std::string& source, const std::string& arch) {
@@ -77,6 +100,7 @@ Result<BinaryKey> binary_key(const std::string& source, const ResolvedTarget& ta
   auto parts = kernel_key_parts(source, key.arch);
   if (!parts.ok()) return parts.status();
   key.source_sha = parts->source_digest;
+  key.source_name = key.source_sha + (device_debug_mode() ? "-debug" : "");
   key.stored = kernel_cache_key(parts.value());
   key.file = sha256_hex(key.stored);
   return key;

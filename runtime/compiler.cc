@@ -132,6 +132,7 @@ Step<CompileJob> check_request(const CompileRequest& request) {
   job.options_tag =
       target->name + "|" + job.source_arch + "|" + std::to_string(request.wave_ctas) + "|";
   for (const std::string& p : request.disabled_passes) job.options_tag += p + ",";
+  if (device_debug_mode()) job.options_tag += "|device-debug";  // another binary
   return job;
 }
 
@@ -225,7 +226,8 @@ Step<std::string> compile_binary(const std::string& source, const BinaryKey& key
                                  std::vector<KernelResources>* resources) {
   count_stat(Stat::nvrtc_compiles);
   if (key.arch == "host") {
-    auto so = emu::EmuModule::compile_to_shared_object(host_source(source, key.source_sha));
+    auto so = emu::EmuModule::compile_to_shared_object(host_source(source, key.source_name),
+                                                       host_compile_options());
     if (!so.ok()) return failure(DG_ERR_COMPILE, "host compiler failed:\n" + so.message());
     return std::move(so).value();
   }
@@ -233,7 +235,7 @@ Step<std::string> compile_binary(const std::string& source, const BinaryKey& key
   for (const EmbeddedFile& f : device_headers())
     headers.push_back({std::string(f.name), std::string(f.content)});
   auto compiled = nvrtc_compile(source, headers, device_compile_options(key.arch),
-                                "dyngen_" + key.source_sha + ".cu");
+                                "dyngen_" + key.source_name + ".cu");
   if (!compiled.ok()) return failure(DG_ERR_COMPILE, compiled.message());
   *resources = parse_ptxas_log(compiled->log);
   return std::move(compiled->binary);

@@ -364,10 +364,12 @@ bool Executable::check_operand_alignment(const KernelLaunch& kl, const LaunchBat
                              std::to_string(address % alignment) + " bytes past a " +
                              std::to_string(alignment) + "-byte boundary, so ";
       const std::string how =
-          kl.aligned_only ? std::string("the call runs its GEMM's fallback kernel, which ") +
-                                (c.written ? "stores element by element, not in pairs"
-                                           : "loads element by element, not in 16-byte copies")
-                          : "it runs its element-load loop instead of the 16-byte copies";
+          kl.aligned_only
+              ? std::string("the call runs its GEMM's fallback kernel, which ") +
+                    (c.written         ? "stores element by element, not in pairs"
+                     : c.read_in_pairs ? "loads it element by element, not in pairs"
+                                       : "loads element by element, not in 16-byte copies")
+              : "it runs its element-load loop instead of the 16-byte copies";
       std::fprintf(stderr,
                    "dyngen: warning: kernel %s %s%s: the same results, slower. A contiguous copy "
                    "of the tensor avoids it. Later such launches of this graph are counted in "

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "codegen/device/dg_tma_sm90.cuh"
+#include "runtime/binary_key.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/emu/emu_module.h"
 
@@ -66,13 +67,14 @@ class HostModule : public KernelModule {
 };
 
 // DYNGEN_SYNC=1: synchronize the stream after every launch and report a fault under the name of
-// the kernel that caused it (read once per process).
+// the kernel that caused it (read once per process). Device debug mode does too, so that a
+// trap is reported under its kernel's name (Note [Device debug mode]).
 bool sync_after_launch() {
   static const bool on = [] {
     const char* v = std::getenv("DYNGEN_SYNC");
     return v && *v && std::strcmp(v, "0") != 0;
   }();
-  return on;
+  return on || device_debug_mode();
 }
 
 // Note [Module per context]
@@ -123,6 +125,18 @@ class GpuModule : public KernelModule {
       auto got = get(device, nullptr);
       if (!got.ok()) return got.status();
       loaded = got.value();
+      // Note [One stream at a time]: the module's arrival counters are shared by its launches.
+      auto last = last_stream_.find(device);
+      if (last != last_stream_.end() && last->second != stream) {
+        ScopedContext scope(driver, loaded->module.context());
+        cu::Result r = driver.api().cuStreamSynchronize(static_cast<cu::Stream>(last->second));
+        if (r != cu::kSuccess)
+          return Status::error(driver.error_text(
+              "waiting for the previous stream's launches of this module (Note [One stream at a "
+              "time])",
+              r));
+      }
+      last_stream_[device] = stream;
     }
     LaunchDims g{grid[0], grid[1], grid[2]};
     LaunchDims b{static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
@@ -134,7 +148,10 @@ class GpuModule : public KernelModule {
     cu::Result r = driver.api().cuStreamSynchronize(static_cast<cu::Stream>(stream));
     if (r != cu::kSuccess)
       return Status::error(
-          driver.error_text("DYNGEN_SYNC: cuStreamSynchronize after the launch", r));
+          driver.error_text("DYNGEN_SYNC: cuStreamSynchronize after the launch", r) +
+          (device_debug_mode() ? " (DYNGEN_DEVICE_DEBUG: a trap's message, which wait or check "
+                                 "failed in which block and thread, is on the process's stdout)"
+                               : ""));
     return {};
   }
 
@@ -210,6 +227,15 @@ class GpuModule : public KernelModule {
 
   std::string image_;
   mutable std::mutex mu_;
+  // Note [One stream at a time]
+  // The split-K kernels count their blocks on arrival counters that are module state (Note
+  // [Arrival counters] in codegen/emit_rank_gemm.cc), so two calls of one executable must not run
+  // at once on two streams of a device. Calls on one stream are ordered; when a launch comes on
+  // another stream than the module's last one on that device, the host first waits for that
+  // stream to drain. Switching streams is rare (one stream per device is the common case), so
+  // the wait costs nothing in the usual run; a stream under CUDA graph capture cannot be waited
+  // for, and such a switch fails loudly rather than risk the counters.
+  mutable std::map<int, void*> last_stream_;
   std::vector<std::string> names_;
   mutable std::map<int, Loaded> by_device_;
 };

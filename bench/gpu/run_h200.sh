@@ -15,7 +15,7 @@
 #
 # libdyngen.so: carry a build from the development machine (same x86-64, same CUDA 13.0):
 #     run(command="bash bench/gpu/run_h200.sh", carry=["bench/gpu/wheels", "build/libdyngen.so",
-#         "build/tests/gpu/gpu_tests"], timeout_s=540)
+#         "build/dyngen", "build/tests/gpu/gpu_tests"], timeout_s=540)
 # build/tests/gpu/gpu_tests is `ctest -L gpu` as one binary (gtest linked in): every codegen
 # catalog case and the seed's forward and backward through CudaModule, run first.
 # The frontend (frontends/python, on PYTHONPATH) also needs the flatbuffers Python package; its
@@ -31,6 +31,10 @@
 #   library    LIMIT_LIB=150       libdyngen.so: carried, or built
 #   numerics   LIMIT_NUMERICS=75   bench/gpu/check_numerics.py: dyngen vs eager, 22 token counts,
 #                                  the OLMoE/PhiMoE/DBRX expert graphs at published sizes, fwd+bwd
+#   calibration LIMIT_CALIBRATION=90 bench/gpu/calibrate_model.py: each dyngen kernel's device time
+#                                  (torch.profiler) beside `dyngen plan`'s estimate, the same expert
+#                                  graphs, fwd and bwd, s in CALIBRATION_TOKENS; needs the CLI
+#                                  (carry build/dyngen, stripped); RUN_CALIBRATION=0 skips it
 #   bench      LIMIT_MODEL=85 each the seed's four commands with --fixed-num-hidden-layers 2,
 #                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,inductor,thunder,
 #                                  each under BACKEND_TIMEOUTS (in-process alarm); RUN_MODELS=0
@@ -232,6 +236,34 @@ small=(); [ "$SCALE" = tiny ] && small=(--small --device "$DEVICE")
 [ "$RUN_NUMERICS" = 1 ] && phase numerics "$LIMIT_NUMERICS" env PYTHONUNBUFFERED=1 "$PY" \
   bench/gpu/check_numerics.py "${small[@]}" --json "$WORK/numerics.json"
 
+# ---- calibration: the performance model against each kernel's measured device time --------------
+# bench/gpu/calibrate_model.py: the numerics phase's expert graphs (OLMoE, the seed's; Phi-3.5-MoE;
+# DBRX), forward and backward, at s in CALIBRATION_TOKENS; each dyngen kernel's median device time
+# per graph call under torch.profiler, joined by kernel name with `dyngen plan --json` of the graph
+# the frontend compiled (written under $OUT/calibration/graphs). Writes $OUT/calibration/
+# {calibration.md, calibration.json, measured.json}; h200.json holds calibration.json. The plans
+# need the CLI (carried build/dyngen); without it every kernel is listed unmatched, and
+# `calibrate_model.py --join .../measured.json --out DIR` redoes the join on any machine.
+LIMIT_CALIBRATION="${LIMIT_CALIBRATION:-90}"
+RUN_CALIBRATION="${RUN_CALIBRATION:-1}"
+CALIBRATION_TOKENS="${CALIBRATION_TOKENS:-64,512,1024,4096}"
+if [ "$RUN_CALIBRATION" = 1 ]; then
+  rm -rf "$OUT/calibration"
+  # no new point after LIMIT - 35 s: the plans (one `dyngen plan` per graph and s) come after
+  phase calibration "$LIMIT_CALIBRATION" env PYTHONUNBUFFERED=1 "$PY" \
+    bench/gpu/calibrate_model.py "${small[@]}" --tokens "$CALIBRATION_TOKENS" \
+    --time-limit $(( LIMIT_CALIBRATION - 35 )) --out "$OUT/calibration" \
+    --dyngen-cli "$repo/build/dyngen"
+  # measuring ran past the limit: the table from what measured.json kept
+  if [ ! -f "$OUT/calibration/calibration.json" ] && [ -f "$OUT/calibration/measured.json" ]; then
+    phase calibration-join 45 "$PY" bench/gpu/calibrate_model.py \
+      --join "$OUT/calibration/measured.json" --out "$OUT/calibration" \
+      --dyngen-cli "$repo/build/dyngen"
+  fi
+else
+  echo "=== phase calibration skipped: RUN_CALIBRATION=$RUN_CALIBRATION"
+fi
+
 # ---- the seed's four commands --------------------------------------------------------------------
 declare -A ATTN=([allenai/OLMoE-1B-7B-0924]=sdpa [microsoft/GRIN-MoE]=sdpa
                  [microsoft/Phi-3.5-MoE-instruct]=eager [Undi95/dbrx-base]=eager)
@@ -278,6 +310,8 @@ def sanitizer_rows():
             for l in open(p) if l.strip()]
 merged = {"facts": open(os.path.join(work, "facts.txt")).read(), "dyngen_executor": executor,
           "phases": phases, "numerics": load("numerics.json"), "kernels": load("kernels.json"),
+          "calibration": load(os.path.join(os.path.dirname(out), "calibration",
+                                           "calibration.json")),
           "sanitizer": sanitizer_rows(),
           "bench": {f[6:-5]: load(f) for f in sorted(os.listdir(work))
                     if f.startswith("bench-") and f.endswith(".json")}}

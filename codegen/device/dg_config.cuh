@@ -30,6 +30,19 @@
 #define DG_DEVICE inline
 #endif
 
+// DG_DEVICE_DEBUG (the runtime's DYNGEN_DEVICE_DEBUG=1): bounded waits and device checks that
+// print and trap (Note [Device debug mode] in dg_debug.cuh). A wait gives up after
+// DG_DEVICE_DEBUG_POLLS polls, each suspending the thread for at most DG_DEVICE_DEBUG_SUSPEND_NS
+// on a GPU; a compile may set either (-DDG_DEVICE_DEBUG_POLLS=N).
+#if defined(DG_DEVICE_DEBUG)
+#if !defined(DG_DEVICE_DEBUG_POLLS)
+#define DG_DEVICE_DEBUG_POLLS (1u << 22)
+#endif
+#if !defined(DG_DEVICE_DEBUG_SUSPEND_NS)
+#define DG_DEVICE_DEBUG_SUSPEND_NS 1000
+#endif
+#endif
+
 // The code generator emits DG_EMU_ENTRY(kernel) after every kernel; it defines the host entry
 // point under emulation (runtime/emu/dg_emu_launch.h) and nothing on a GPU.
 #if !defined(DG_HOST_EMULATION)

@@ -4,6 +4,7 @@
 // not (Note [Staged rank-r epilogue] in dg_epilogue.cuh).
 #pragma once
 #include "dg_config.cuh"
+#include "dg_epilogue_loads.cuh"
 #include "dg_gemm_tile_sm80.cuh"
 #include "dg_store.cuh"
 #include "dg_types.cuh"
@@ -25,19 +26,35 @@ struct DgGemmLane {
 
   // f(row, col, nt, i, half) for the elements of 16-row tile mt inside [0, M) x [0, N), a row's
   // two neighbouring columns one after the other, `half` the stores for that element (Note
-  // [Paired stores] in dg_store.cuh).
+  // [Paired stores] in dg_store.cuh), the operands of kChunk n8 tiles loaded first (Note [Epilogue
+  // operand loads] in dg_epilogue_loads.cuh: pair 2 (nt - nt0) + i / 2).
   template <class Stores, class F>
   DG_DEVICE void for_elements(int mt, long long m0, long long M, long long n0, long long N,
                               Stores& stores, const F& f) const {
+    constexpr int kChunk = DgEpilogueLoadTiles<Stores, Tile::NT>::value;
     DG_UNROLL
-    for (int nt = 0; nt < Tile::NT; ++nt) {
+    for (int nt0 = 0; nt0 < Tile::NT; nt0 += kChunk)
+      for_elements_of<kChunk>(mt, nt0, m0, M, n0, N, stores, f);
+  }
+  // for_elements over n8 tiles [nt0, nt0 + kChunk): their operands' loads, then the elements.
+  template <int kChunk, class Stores, class F>
+  DG_DEVICE void for_elements_of(int mt, int nt0, long long m0, long long M, long long n0,
+                                 long long N, Stores& stores, const F& f) const {
+    DgEpilogueLoads<Stores, 2 * kChunk> loads(stores);
+    DG_UNROLL
+    for (int nt = nt0; nt < nt0 + kChunk; ++nt) DG_UNROLL
+    for (int i = 0; i < 4; i += 2)
+      loads.load(2 * (nt - nt0) + i / 2, m0 + row(mt, i), n0 + col(nt, i), M, N);
+    DG_UNROLL
+    for (int nt = nt0; nt < nt0 + kChunk; ++nt) {
       if constexpr (Stores::kPaired) {
         DG_UNROLL
         for (int i = 0; i < 4; i += 2) {
           const long long r = m0 + row(mt, i), c = n0 + col(nt, i);
           if (r < M)
             dg_store_columns(stores, c, N, [&](const auto& half, int h) {
-              f(r, static_cast<int>(c) + h, nt, i + h, half);
+              f(r, static_cast<int>(c) + h, nt, i + h,
+                loads.element(half, 2 * (nt - nt0) + i / 2, h));
             });
         }
       } else {
@@ -47,7 +64,8 @@ struct DgGemmLane {
         DG_UNROLL
         for (int i = 0; i < 4; ++i) {
           const long long r = m0 + row(mt, i), c = n0 + col(nt, i);
-          if (r < M && c < N) f(r, static_cast<int>(c), nt, i, stores);
+          if (r < M && c < N)
+            f(r, static_cast<int>(c), nt, i, loads.element(stores, 2 * (nt - nt0) + i / 2, i % 2));
         }
       }
     }

@@ -17,22 +17,28 @@
 //   barrier), expects the stage's bytes on its `full` barrier and issues the 1 + NB TMA boxes. The
 //   boxes overhang M and K with zeros (the TMA fill), so ragged tiles need no predicates, and M
 //   is a run-time value: a block past M is never launched, a partial one computes zeros there.
-// - Each consumer warpgroup owns 64 rows: it waits for `full`, issues four k16 wgmmas per B
-//   operand into its NB x BN / 2 accumulators per thread, commits them, and waits for all but that
-//   group, so the previous k tile's wgmmas have retired; then each of its warps frees that tile's
-//   stage (one arrival per warp: a wait retires the waiting warp's part, so one warp's leader
-//   freeing the stage for all of them let the producer overwrite it under another warp's wgmma; the
-//   adversarial emulation found that). Stages rotate every k tile; the phase parity of a
+// - Each consumer warpgroup owns 64 rows: it waits for `full`, issues four k16 wgmmas into its
+//   NB x BN / 2 accumulators per thread (Note [Stacked B operands]), commits them, and waits for
+//   all but that group, so the previous k tile's wgmmas have retired; then each of its warps frees
+//   that tile's stage (one arrival per warp: a wait retires the waiting warp's part, so one warp's
+//   leader freeing the stage for all of them let the producer overwrite it under another warp's
+//   wgmma; the adversarial emulation found that). Stages rotate every k tile; the phase parity of a
 //   stage's barriers is its round (tile / STAGES).
 //   The producer's first round waits on parity 1, which an untouched barrier reports complete.
-// - The producer warpgroup returns once its loads are issued: nothing after the main loop may
-//   use __syncthreads (dg_wgmma_epilogue does not).
+//   After the loop each consumer warp frees the last tile's stage as well.
+// - The producer warpgroup stays to the end: its leader issues every tile's boxes, then waits for
+//   the frees of the last round (the `empty` waits of the kStages tiles after the last), so when
+//   the producer leaves the main loop every stage is free and no copy is in flight. Its branch
+//   runs to the kernel's end apart from the consumers' (no early return, no epilogue). With two
+//   consumers it first gives registers back and they take them (Note [Warpgroup register counts]
+//   in dg_wgmma_sm90.cuh): kProducerRegs and kConsumerRegs below.
 // - K segments (Note [K-concatenated GEMMs]): one accumulator over NSEG K ranges, each with its
 //   own maps. The producer walks the segments' k tiles in order, ceil(K_s / 64) each (the box
 //   overhanging a segment's K reads zeros, from A and B alike); the consumers see one sequence of
 //   tiles and never learn where a segment ends.
 #pragma once
 #include "dg_config.cuh"
+#include "dg_epilogue_loads.cuh"
 #include "dg_mbarrier_sm90.cuh"
 #include "dg_store.cuh"
 #include "dg_tma_sm90.cuh"
@@ -67,30 +73,47 @@ struct DgWgmmaTile {
   // descriptor's 16-byte units: 32 bytes along a K-major row, 16 rows of 128 bytes N-major.
   static constexpr unsigned kBLbo = kBMnMajor ? kBoxBytesMn : 16;
   static constexpr int kBStep = kBMnMajor ? 2048 / 16 : 32 / 16;
+  // Note [Stacked B operands]
+  // One wgmma of N = NB x BN over the B tiles, which lie one after the other in a stage (kStageB =
+  // BN x 128 bytes: BN K-major rows, or BN / 64 N-major boxes, so B_1's rows or boxes continue
+  // B_0's under the same SBO and LBO), when the instruction has room; its accumulators d[NB BN / 2]
+  // are acc[NB][BN / 2] in order, acc[j][i] at column j BN + (the column of i) (Note [wgmma
+  // layouts]). A is then read from shared memory once per k16 step instead of NB times.
+  static constexpr int kMmaN = NB * BN <= 256 ? NB * BN : BN;
+  static constexpr int kMmas = NB * BN / kMmaN;
+  // Note [Warpgroup register counts] with two consumers: 168 registers a thread at entry
+  // (__launch_bounds__(384, 1)); the producer keeps 40 (CUTLASS's sm90 warp-specialized kernels
+  // use the same pair) and the consumers take 232: 128 (40 + 2 x 232) = 64512 of 65536. Enough
+  // for 128 accumulators a thread (NB x BN = 256) beside the epilogue's. One consumer has 255 at
+  // entry (__launch_bounds__(256, 1)) already.
+  static constexpr bool kRebalance = kConsumers == 2;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
+                "the register file holds the rebalanced warpgroups");
   // k tiles of a K range.
   static DG_DEVICE int k_tiles(long long k) { return static_cast<int>((k + kBK - 1) / kBK); }
 };
 
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
 
-// Accumulates the block's BM x BN tiles at (m0, n0) over the K segments into acc (zeroed here),
-// acc[j] for B operand j: the consumers return true with their accumulators (Note [wgmma
-// layouts]: warpgroup w holds rows 64 w + [0, 64)); the producer returns false once its loads
-// are issued. Segment g is seg_k[g] long; a_maps[g] and b_maps[g][j] are 2-D maps of its A (dims
-// {K_g, M}, box {64, BM}) and B_j (dims {K_g, N}, box {64, BN}; N-major: dims {N, K_g}, box
-// {64, 64}), 128-byte swizzle. Every thread of the block calls it, with Tile::kSmemBytes of
-// dynamic shared memory.
-template <class Tile, int NSEG>
-DG_DEVICE bool dg_wgmma_mainloop_segments(float (&acc)[Tile::NB][Tile::BN / 2],
-                                          const DgTensorMap* const (&a_maps)[NSEG],
-                                          const DgTensorMap* const (&b_maps)[NSEG][Tile::NB],
-                                          const long long (&seg_k)[NSEG], long long m0,
-                                          long long n0) {
-  unsigned char* const smem = dg_dynamic_smem();
-  dg_u64* const full = reinterpret_cast<dg_u64*>(smem + Tile::kStages * Tile::kStage);
+// The main loop in three parts, which the kernel calls as
+//   dg_wgmma_init_barriers<Tile>();
+//   if (dg_wgmma_is_producer<Tile>()) dg_wgmma_mainloop_producer<Tile, NSEG>(...);
+//   else { dg_wgmma_mainloop_consumer<Tile>(acc, k_tiles); epilogue }
+// so that the producer's path never joins the consumers': ptxas allocates each path under its own
+// setmaxnreg (Note [Warpgroup register counts]), and code where the two met ran under the
+// producer's limit (a consumer epilogue after a shared return spilled 600-1100 bytes).
+// Every thread of the block calls dg_wgmma_init_barriers, with Tile::kSmemBytes of dynamic shared
+// memory: the stages, then each stage's full and empty barriers.
+template <class Tile>
+DG_DEVICE dg_u64* dg_wgmma_full_barriers() {
+  return reinterpret_cast<dg_u64*>(dg_dynamic_smem() + Tile::kStages * Tile::kStage);
+}
+
+template <class Tile>
+DG_DEVICE void dg_wgmma_init_barriers() {
+  dg_u64* const full = dg_wgmma_full_barriers<Tile>();
   dg_u64* const empty = full + Tile::kStages;
-  const int wg = static_cast<int>(threadIdx.x / 128);
-  const bool leader = threadIdx.x % 128 == 0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tile::kStages; ++s) {
       dg_mbarrier_init(&full[s], 1);
@@ -99,75 +122,111 @@ DG_DEVICE bool dg_wgmma_mainloop_segments(float (&acc)[Tile::NB][Tile::BN / 2],
     dg_fence_barrier_init();
   }
   __syncthreads();
+}
+
+template <class Tile>
+DG_DEVICE bool dg_wgmma_is_producer() {
+  return static_cast<int>(threadIdx.x / 128) == Tile::kConsumers;
+}
+
+// The k tiles over all segments.
+template <class Tile, int NSEG>
+DG_DEVICE int dg_wgmma_k_tiles(const long long (&seg_k)[NSEG]) {
   int k_tiles = 0;
   DG_UNROLL
   for (int g = 0; g < NSEG; ++g) k_tiles += Tile::k_tiles(seg_k[g]);
-  if (wg == Tile::kConsumers) {  // the producer
-    if (leader) {
-      int t = 0;  // the tile across segments: its stage and round
-      for (int g = 0; g < NSEG; ++g) {
-        for (int kt = 0; kt < Tile::k_tiles(seg_k[g]); ++kt, ++t) {
-          const int s = t % Tile::kStages, k0 = kt * Tile::kBK;
-          const unsigned round = static_cast<unsigned>(t / Tile::kStages);
-          dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u);
-          dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
-          unsigned char* const stage = smem + s * Tile::kStage;
-          dg_tma_load_2d(stage, a_maps[g], k0, static_cast<int>(m0), &full[s]);
+  return k_tiles;
+}
+
+// The producer warpgroup (Note [Warp-specialized main loop]): registers back to the pool, then one
+// thread issues every k tile's boxes into its stage once the consumers have freed it, and waits
+// for the frees of the last round, after which every stage is free and no copy is in flight.
+// Segment g is seg_k[g] long; a_maps[g] and b_maps[g][j] are 2-D maps of its A (dims {K_g, M},
+// box {64, BM}) and B_j (dims {K_g, N}, box {64, BN}; N-major: dims {N, K_g}, box {64, 64}),
+// 128-byte swizzle.
+template <class Tile, int NSEG>
+DG_DEVICE void dg_wgmma_mainloop_producer(const DgTensorMap* const (&a_maps)[NSEG],
+                                          const DgTensorMap* const (&b_maps)[NSEG][Tile::NB],
+                                          const long long (&seg_k)[NSEG], long long m0,
+                                          long long n0) {
+  if constexpr (Tile::kRebalance) dg_setmaxnreg_dec<Tile::kProducerRegs>();
+  if (threadIdx.x % 128 != 0) return;
+  unsigned char* const smem = dg_dynamic_smem();
+  dg_u64* const full = dg_wgmma_full_barriers<Tile>();
+  dg_u64* const empty = full + Tile::kStages;
+  int t = 0;  // the tile across segments: its stage and round
+  for (int g = 0; g < NSEG; ++g) {
+    for (int kt = 0; kt < Tile::k_tiles(seg_k[g]); ++kt, ++t) {
+      const int s = t % Tile::kStages, k0 = kt * Tile::kBK;
+      const unsigned round = static_cast<unsigned>(t / Tile::kStages);
+      dg_mbarrier_wait_parity(&empty[s], (round & 1u) ^ 1u, "empty");
+      dg_mbarrier_arrive_expect_tx(&full[s], Tile::kStage);
+      unsigned char* const stage = smem + s * Tile::kStage;
+      dg_tma_load_2d(stage, a_maps[g], k0, static_cast<int>(m0), &full[s]);
+      DG_UNROLL
+      for (int j = 0; j < Tile::NB; ++j) {
+        unsigned char* const b_stage = stage + Tile::kStageA + j * Tile::kStageB;
+        if constexpr (Tile::kBMnMajor) {
           DG_UNROLL
-          for (int j = 0; j < Tile::NB; ++j) {
-            unsigned char* const b_stage = stage + Tile::kStageA + j * Tile::kStageB;
-            if constexpr (Tile::kBMnMajor) {
-              DG_UNROLL
-              for (int h = 0; h < Tile::BN / 64; ++h)
-                dg_tma_load_2d(b_stage + h * Tile::kBoxBytesMn, b_maps[g][j],
-                               static_cast<int>(n0) + 64 * h, k0, &full[s]);
-            } else {
-              dg_tma_load_2d(b_stage, b_maps[g][j], k0, static_cast<int>(n0), &full[s]);
-            }
-          }
+          for (int h = 0; h < Tile::BN / 64; ++h)
+            dg_tma_load_2d(b_stage + h * Tile::kBoxBytesMn, b_maps[g][j],
+                           static_cast<int>(n0) + 64 * h, k0, &full[s]);
+        } else {
+          dg_tma_load_2d(b_stage, b_maps[g][j], k0, static_cast<int>(n0), &full[s]);
         }
       }
     }
-    return false;
   }
+  // Each stage's wait before the tile a round after its last: the consumers have freed them all.
+  for (int i = 0; i < Tile::kStages; ++i, ++t) {
+    const unsigned round = static_cast<unsigned>(t / Tile::kStages);
+    dg_mbarrier_wait_parity(&empty[t % Tile::kStages], (round & 1u) ^ 1u, "empty");
+  }
+}
+
+// A consumer warpgroup: registers from the pool, then the block's BM x BN tiles over k_tiles k
+// tiles accumulated into acc (zeroed here), acc[j] for B operand j (Note [wgmma layouts]:
+// warpgroup w holds rows 64 w + [0, 64)).
+template <class Tile>
+DG_DEVICE void dg_wgmma_mainloop_consumer(float (&acc)[Tile::NB][Tile::BN / 2], int k_tiles) {
+  if constexpr (Tile::kRebalance) dg_setmaxnreg_inc<Tile::kConsumerRegs>();
+  unsigned char* const smem = dg_dynamic_smem();
+  dg_u64* const full = dg_wgmma_full_barriers<Tile>();
+  dg_u64* const empty = full + Tile::kStages;
+  const int wg = static_cast<int>(threadIdx.x / 128);
   DG_UNROLL
   for (int j = 0; j < Tile::NB; ++j) DG_UNROLL
   for (int i = 0; i < Tile::BN / 2; ++i) acc[j][i] = 0.0f;
+  // Each warp frees the stage of tile t - 1 once its part of that tile's wgmmas has retired.
+  auto free_previous = [&](int t) {
+    if (threadIdx.x % 32 == 0 && t > 0) dg_mbarrier_arrive(&empty[(t - 1) % Tile::kStages]);
+  };
+  // Note [Stacked B operands]: instruction j's accumulators.
+  float(&mma_acc)[Tile::kMmas][Tile::kMmaN / 2] =
+      reinterpret_cast<float(&)[Tile::kMmas][Tile::kMmaN / 2]>(acc);
   for (int t = 0; t < k_tiles; ++t) {
     const int s = t % Tile::kStages;
-    dg_mbarrier_wait_parity(&full[s], static_cast<unsigned>(t / Tile::kStages) & 1u);
+    dg_mbarrier_wait_parity(&full[s], static_cast<unsigned>(t / Tile::kStages) & 1u, "full");
     unsigned char* const stage = smem + s * Tile::kStage;
     const dg_u64 da =
         dg_wgmma_desc(dg_smem_address(stage + wg * 64 * 128), 16, 1024, kDgSwizzle128B);
     dg_wgmma_fence();
     DG_UNROLL
-    for (int j = 0; j < Tile::NB; ++j) {
-      const dg_u64 db = dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA + j * Tile::kStageB),
-                                      Tile::kBLbo, 1024, kDgSwizzle128B);
+    for (int j = 0; j < Tile::kMmas; ++j) {
+      const dg_u64 db =
+          dg_wgmma_desc(dg_smem_address(stage + Tile::kStageA + j * Tile::kMmaN * 128), Tile::kBLbo,
+                        1024, kDgSwizzle128B);
       DG_UNROLL
       for (int kk = 0; kk < Tile::kBK / 16; ++kk)
-        dg_wgmma_m64nNk16_bf16<Tile::BN, false, Tile::kBMnMajor>(acc[j], da + 2 * kk,
-                                                                 db + Tile::kBStep * kk, true);
+        dg_wgmma_m64nNk16_bf16<Tile::kMmaN, false, Tile::kBMnMajor>(mma_acc[j], da + 2 * kk,
+                                                                    db + Tile::kBStep * kk, true);
     }
     dg_wgmma_commit();
-    dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired: free its stage
-    if (threadIdx.x % 32 == 0 && t > 0) dg_mbarrier_arrive(&empty[(t - 1) % Tile::kStages]);
+    dg_wgmma_wait<1>();  // this warp's part of the previous tile has retired
+    free_previous(t);
   }
   dg_wgmma_wait<0>();
-  return true;
-}
-
-// One K range: a_map and b_maps[j] over [0, K).
-template <class Tile>
-DG_DEVICE bool dg_wgmma_mainloop(float (&acc)[Tile::NB][Tile::BN / 2], const DgTensorMap* a_map,
-                                 const DgTensorMap* const (&b_maps)[Tile::NB], long long m0,
-                                 long long n0, long long K) {
-  const DgTensorMap* const a_maps[1] = {a_map};
-  const DgTensorMap* b_seg[1][Tile::NB];
-  DG_UNROLL
-  for (int j = 0; j < Tile::NB; ++j) b_seg[0][j] = b_maps[j];
-  const long long seg_k[1] = {K};
-  return dg_wgmma_mainloop_segments<Tile, 1>(acc, a_maps, b_seg, seg_k, m0, n0);
+  free_previous(k_tiles);  // the last tile's stage too, for the producer's final waits
 }
 
 // Calls epi(row, col, value[, value1], half) for the consumer's accumulators inside
@@ -179,16 +238,26 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
                                  Stores& stores) {
   const int T = static_cast<int>(threadIdx.x % 128);
   const long long rows = m0 + 64 * static_cast<long long>(threadIdx.x / 128);
+  // kChunk pairs' operands loaded first (Note [Epilogue operand loads] in dg_epilogue_loads.cuh).
+  constexpr int kChunk = 2 * DgEpilogueLoadTiles<Stores, Tile::BN / 8>::value;
   DG_UNROLL
-  for (int i = 0; i < Tile::BN / 2; i += 2) {
-    const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
-    if (r >= M) continue;
-    dg_store_columns(stores, c, N, [&](const auto& half, int h) {
-      if constexpr (Tile::NB == 1)
-        epi(r, c + h, acc[0][i + h], half);
-      else
-        epi(r, c + h, acc[0][i + h], acc[1][i + h], half);
-    });
+  for (int i0 = 0; i0 < Tile::BN / 2; i0 += 2 * kChunk) {
+    DgEpilogueLoads<Stores, kChunk> loads(stores);
+    DG_UNROLL
+    for (int i = i0; i < i0 + 2 * kChunk; i += 2)
+      loads.load((i - i0) / 2, rows + dg_wgmma_acc_row(T, i), n0 + dg_wgmma_acc_col(T, i), M, N);
+    DG_UNROLL
+    for (int i = i0; i < i0 + 2 * kChunk; i += 2) {
+      const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
+      if (r >= M) continue;
+      dg_store_columns(stores, c, N, [&](const auto& half, int h) {
+        const auto& io = loads.element(half, (i - i0) / 2, h);
+        if constexpr (Tile::NB == 1)
+          epi(r, c + h, acc[0][i + h], io);
+        else
+          epi(r, c + h, acc[0][i + h], acc[1][i + h], io);
+      });
+    }
   }
 }
 
@@ -235,6 +304,13 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
     for (int q = 0; q < NP; ++q) DG_UNROLL
     for (int h = 0; h < 2; ++h) DG_UNROLL
     for (int nt = 0; nt < kChunk; ++nt) p[q][h][nt][0] = p[q][h][nt][1] = 0.0f;
+    // The chunk's operands, loaded under the products' loop (Note [Epilogue operand loads] in
+    // dg_epilogue_loads.cuh): pair 2 nt + i / 2.
+    DgEpilogueLoads<Stores, 2 * kChunk> loads(stores);
+    DG_UNROLL
+    for (int nt = 0; nt < kChunk; ++nt) DG_UNROLL
+    for (int i = 0; i < 4; i += 2)
+      loads.load(2 * nt + i / 2, m0 + r0 + 8 * (i / 2), n0 + 8 * (chunk + nt) + c0, M, N);
     DG_NO_UNROLL
     for (int j = 0; j < K; ++j) {
       DG_UNROLL
@@ -265,10 +341,11 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
           DG_UNROLL
           for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][h];
           const int c = static_cast<int>(col) + h;
+          const auto& io = loads.element(half, 2 * nt + i / 2, h);
           if constexpr (Tile::NB == 1)
-            epi(row, c, acc[0][4 * n + i + h], rank, half);
+            epi(row, c, acc[0][4 * n + i + h], rank, io);
           else
-            epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, half);
+            epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, io);
         });
       }
     }

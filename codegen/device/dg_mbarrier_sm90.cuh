@@ -20,9 +20,11 @@
 // the phase parity, 62-63 a marker (binary 10) that poisoned shared memory (all ones) lacks, so
 // using a barrier before its init is an error. So are more arrivals than a phase expects, counts
 // out of range, and a wait that cannot complete because every other thread waits too (a
-// deadlock, reported after kDeadlockPolls polls without any barrier changing).
+// deadlock, reported after kDeadlockPolls polls without any barrier changing; with
+// DG_DEVICE_DEBUG, as the trap of Note [Device debug mode]).
 #pragma once
 #include "dg_config.cuh"
+#include "dg_debug.cuh"
 #include "dg_types.cuh"
 
 #if defined(DG_HOST_EMULATION)
@@ -108,22 +110,48 @@ DG_DEVICE bool dg_mbarrier_try_wait_parity(dg_u64* bar, unsigned parity) {
 #endif
 }
 
-// Blocks until the phase of parity `parity` has completed.
-DG_DEVICE void dg_mbarrier_wait_parity(dg_u64* bar, unsigned parity) {
-#if defined(DG_ON_GPU)
+#if defined(DG_ON_GPU) && defined(DG_DEVICE_DEBUG)
+// try_wait.parity that suspends the thread for at most about a microsecond, so that the debug
+// bound of DG_DEVICE_DEBUG_POLLS polls is seconds at most, whatever the system's default limit.
+DG_DEVICE bool dg_mbarrier_try_wait_parity_bounded(dg_u64* bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, "
+      "1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(parity),
+        "n"(DG_DEVICE_DEBUG_SUSPEND_NS)
+      : "memory");
+  return done != 0;
+}
+#endif
+
+// Blocks until the phase of parity `parity` has completed. `what` names the wait (the barrier
+// and its role, e.g. "full"): with DG_DEVICE_DEBUG a wait past its bound reports it and traps
+// (Note [Device debug mode]); without, it is unused and costs nothing.
+DG_DEVICE void dg_mbarrier_wait_parity(dg_u64* bar, unsigned parity,
+                                       const char* what = "mbarrier") {
+#if defined(DG_ON_GPU) && defined(DG_DEVICE_DEBUG)
+  for (unsigned polls = 1; !dg_mbarrier_try_wait_parity_bounded(bar, parity); ++polls)
+    if (polls == DG_DEVICE_DEBUG_POLLS) dg_debug_wait_timeout(what, bar, parity, polls);
+#elif defined(DG_ON_GPU)
+  (void)what;
   while (!dg_mbarrier_try_wait_parity(bar, parity)) {
   }
 #else
-  ::dg::emu::mbarrier_wait(bar, parity);
+  ::dg::emu::mbarrier_wait(bar, parity, what);
 #endif
 }
 
 // fence.proxy.async.shared::cta: this thread's shared-memory writes through ordinary stores are
-// ordered before later reads by the async proxy (wgmma operands, TMA stores). The emulation has a
-// single proxy, so it orders nothing there.
+// ordered before later reads by the async proxy (wgmma operands, TMA stores). The emulation keeps
+// the async proxy's view of dynamic shared memory apart (Note [Async proxy] in dg_emu_proxy.h):
+// the fence brings it up to date.
 DG_DEVICE void dg_fence_proxy_async() {
 #if defined(DG_ON_GPU)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#else
+  ::dg::emu::fence_proxy_async();
 #endif
 }
 

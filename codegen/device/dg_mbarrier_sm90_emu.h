@@ -76,15 +76,28 @@ inline unsigned mbarrier_phase(dg_u64* bar) {
 // (each one a yield to every other ready thread) cannot complete.
 constexpr uint64_t kDeadlockPolls = uint64_t{1} << 16;
 
-inline void mbarrier_wait(dg_u64* bar, unsigned parity) {
+// dg_mbarrier_wait_parity: `what` names the wait in the errors. With DG_DEVICE_DEBUG the wait
+// traps as a GPU's does after DG_DEVICE_DEBUG_POLLS polls, or sooner when every thread waits
+// (Note [Device debug mode] in dg_debug.cuh).
+inline void mbarrier_wait(dg_u64* bar, unsigned parity, [[maybe_unused]] const char* what) {
   uint64_t seen = t_emu.block->mbarrier_changes, idle = 0;
+  [[maybe_unused]] unsigned polls = 0;
   while (mbarrier_phase(bar) == (parity & 1u)) {
+#if defined(DG_DEVICE_DEBUG)
+    if (++polls == DG_DEVICE_DEBUG_POLLS) dg_debug_wait_timeout(what, bar, parity, polls);
+#endif
     yield_now();
     const uint64_t now = t_emu.block->mbarrier_changes;
     idle = now == seen ? idle + 1 : 0;
     seen = now;
-    if (idle > kDeadlockPolls)
-      fail(where() + ": mbarrier wait on a phase that never completes (every thread waits)");
+    if (idle > kDeadlockPolls) {
+#if defined(DG_DEVICE_DEBUG)
+      dg_debug_wait_timeout(what, bar, parity, polls);
+#else
+      fail(where() + ": mbarrier wait '" + what + "' on a phase that never completes (every " +
+           "thread waits)");
+#endif
+    }
   }
 }
 

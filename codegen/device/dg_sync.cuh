@@ -1,6 +1,7 @@
 // Thread indexing, warp and block reductions, atomics and dynamic shared memory.
 #pragma once
 #include "dg_config.cuh"
+#include "dg_debug.cuh"
 
 // Linear thread index within the block (x fastest), its lane and its warp.
 DG_DEVICE unsigned dg_thread_linear() {
@@ -50,14 +51,20 @@ DG_DEVICE float dg_atomic_add(float* address, float value) { return atomicAdd(ad
 // Dynamic shared memory (the launch's dynamic_smem_bytes), 1024-byte aligned in the shared
 // window: the 128-byte swizzle of TMA and wgmma works on address bits 4-9, so their tiles start
 // on 1024-byte boundaries (Note [wgmma layouts] in dg_wgmma_sm90.cuh); under emulation the window
-// starts at dynamic shared memory. Use DG_DYNAMIC_SMEM(T) instead of `extern __shared__ T x[];`,
-// which the emulation cannot express (Note [Shared memory as thread_local] in dg_emu.h).
-#if defined(DG_ON_GPU)
+// starts at dynamic shared memory (Note [Emulated shared window] in dg_emu_smem.h). With
+// DG_DEVICE_DEBUG every call checks that alignment and traps without it (Note [Device debug
+// mode]). Use DG_DYNAMIC_SMEM(T) instead of `extern __shared__ T x[];`, which the emulation
+// cannot express (Note [Shared memory as thread_local] in dg_emu.h).
 DG_DEVICE unsigned char* dg_dynamic_smem() {
+#if defined(DG_ON_GPU)
   extern __shared__ __align__(1024) unsigned char dg_dynamic_smem_base[];
-  return dg_dynamic_smem_base;
-}
+  unsigned char* const base = dg_dynamic_smem_base;
 #else
-DG_DEVICE unsigned char* dg_dynamic_smem() { return ::dg::emu::dynamic_smem(); }
+  unsigned char* const base = ::dg::emu::dynamic_smem();
 #endif
+#if defined(DG_DEVICE_DEBUG)
+  dg_debug_check_dynamic_smem(base);
+#endif
+  return base;
+}
 #define DG_DYNAMIC_SMEM(T) (reinterpret_cast<T*>(dg_dynamic_smem()))

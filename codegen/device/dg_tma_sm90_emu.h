@@ -25,19 +25,18 @@ inline void tma_land(const TmaBox& c) {
   const long long box0 = static_cast<long long>(w[6] & 0xffffffffu),
                   box1 = static_cast<long long>(w[6] >> 32);
   const dg_u32 base = wgmma_smem_address(c.dst);
-  const Block& b = *t_emu.block;
+  Block& b = *t_emu.block;
   for (long long j = 0; j < box1; ++j)
     for (long long i = 0; i < box0; ++i) {
       const dg_u32 at =
           dg_swizzle_address(base + static_cast<dg_u32>((j * box0 + i) * elem), swizzle);
-      if (at + static_cast<dg_u32>(elem) > b.dyn_smem_bytes)
-        fail(where() + ": a TMA box runs past dynamic shared memory");
+      const size_t offset = dynamic_smem_offset(b, at, static_cast<dg_u32>(elem), "a TMA box");
       const long long gx = c.x + i, gy = c.y + j;
-      if (gx >= 0 && gx < dim0 && gy >= 0 && gy < dim1)
-        std::memcpy(b.dyn_smem + at, src + gy * static_cast<long long>(w[5]) + gx * elem,
-                    static_cast<size_t>(elem));
-      else
-        std::memset(b.dyn_smem + at, 0, static_cast<size_t>(elem));
+      // The async proxy's own write (Note [Async proxy]).
+      const bool inside = gx >= 0 && gx < dim0 && gy >= 0 && gy < dim1;
+      async_proxy_write(b, offset,
+                        inside ? src + gy * static_cast<long long>(w[5]) + gx * elem : nullptr,
+                        static_cast<size_t>(elem));
     }
   mbarrier_apply(c.bar, 0, -box0 * box1 * elem);
 }

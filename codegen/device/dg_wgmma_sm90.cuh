@@ -166,6 +166,41 @@ DG_DEVICE void dg_wgmma_wait() {
 #endif
 }
 
+// Note [Warpgroup register counts]
+// setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA, "Miscellaneous Instructions: setmaxnreg",
+// sm_90a) moves the executing warpgroup's per-thread register limit to N, a multiple of 8 in
+// [24, 256]: .dec gives registers back to the block's pool, .inc takes them from it (waiting until
+// the pool holds them; the new registers' contents are undefined). The same instruction must be
+// executed by every warp of the warpgroup, and the warps synchronize before another one; an inc
+// must not lower the limit, a dec must not raise it. ptxas honours it only when it knows the count
+// at entry: the kernel needs __launch_bounds__(threads, 1) (without the minimum it prints info
+// C7508, "'setmaxnreg' ignored; unable to determine register count at entry"); the count at entry
+// is then 65536 / threads rounded down to 8 (168 for 384 threads), and the code after an inc is
+// allocated up to its N. The emulation runs it as a warp collective (the lanes must agree on it)
+// and then a warpgroup rendezvous: a warp parks until the other three warps of its warpgroup have
+// executed as many setmaxnreg, and their latest must be the same instruction. N out of range, or
+// an inc below (a dec above) the warp's previous limit, is an error; a warp that never gets there
+// leaves the others parked, which the scheduler reports as a deadlock.
+template <int kRegs>
+DG_DEVICE void dg_setmaxnreg_inc() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, step 8");
+#if defined(DG_ON_GPU)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#else
+  ::dg::emu::setmaxnreg(true, kRegs);
+#endif
+}
+
+template <int kRegs>
+DG_DEVICE void dg_setmaxnreg_dec() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, step 8");
+#if defined(DG_ON_GPU)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#else
+  ::dg::emu::setmaxnreg(false, kRegs);
+#endif
+}
+
 #if defined(DG_ON_GPU)
 // The instruction for each N the kernels use: N / 2 accumulator registers, then the two
 // descriptors, scale-d (a predicate), scale-a and scale-b 1, and imm-trans-a/-b (TA, TB).

@@ -25,30 +25,37 @@
 
 namespace dg::emu {
 
-// The emulated shared-window address of a dynamic shared-memory byte: its offset in the block's
-// dynamic shared memory (which starts the window, so atoms aligned there are aligned for the
-// swizzle as on a GPU whose dynamic shared memory is declared 1024-byte aligned).
+// The emulated shared-window address of a dynamic shared-memory byte (Note [Emulated shared
+// window] in runtime/emu/dg_emu_smem.h: dynamic shared memory starts at window address 0 unless
+// DYNGEN_EMU_SMEM_OFFSET places it elsewhere).
 inline dg_u32 wgmma_smem_address(const void* p) {
   const Block& b = *t_emu.block;
   const auto* q = static_cast<const unsigned char*>(p);
   if (q < b.dyn_smem || q >= b.dyn_smem + b.dyn_smem_bytes)
     fail(where() + ": a wgmma operand must be in dynamic shared memory");
-  return static_cast<dg_u32>(q - b.dyn_smem);
+  return b.dyn_window + static_cast<dg_u32>(q - b.dyn_smem);
+}
+
+// The offset in dynamic shared memory of `bytes` bytes at window address `at`, for `what`.
+inline size_t dynamic_smem_offset(const Block& b, dg_u32 at, dg_u32 bytes, const char* what) {
+  if (at < b.dyn_window || at - b.dyn_window + bytes > b.dyn_smem_bytes)
+    fail(where() + ": " + what + " addresses bytes outside dynamic shared memory");
+  return at - b.dyn_window;
 }
 
 // Element (r, k) of an operand, r along M or N; `mn_major`: the instruction's imm-trans is 1.
-inline float wgmma_operand(const Block& b, dg_u64 desc, int r, int k, bool mn_major) {
+// Read through the async proxy (Note [Async proxy] in runtime/emu/dg_emu_proxy.h).
+inline float wgmma_operand(Block& b, dg_u64 desc, int r, int k, bool mn_major) {
   const dg_u32 at = mn_major
                         ? dg_wgmma_mn_element_address(desc, r, k)
                         : dg_wgmma_chunk_address(desc, r, k / 8) + 2u * static_cast<dg_u32>(k % 8);
-  if (at + 2 > b.dyn_smem_bytes)
-    fail(where() + ": a wgmma descriptor addresses bytes past dynamic shared memory");
+  const size_t offset = dynamic_smem_offset(b, at, 2, "a wgmma descriptor");
   dg_u16 bits;
-  std::memcpy(&bits, b.dyn_smem + at, 2);
+  async_proxy_read(b, offset, &bits, 2, "a wgmma operand");
   return dg_bf16_to_float(dg_bf16_from_bits(bits));
 }
 
-inline void wgmma_read_operands(const Block& b, AsyncMma& op) {
+inline void wgmma_read_operands(Block& b, AsyncMma& op) {
   op.a.resize(16 * 16);
   op.b.resize(static_cast<size_t>(op.n) * 16);
   for (int r = 0; r < 16; ++r)
@@ -60,7 +67,7 @@ inline void wgmma_read_operands(const Block& b, AsyncMma& op) {
 }
 
 // d = a b (+ the accumulators' values), each element summed in k order in f32.
-inline void wgmma_retire(const Block& b, AsyncMma& op) {
+inline void wgmma_retire(Block& b, AsyncMma& op) {
   if (op.a.empty()) wgmma_read_operands(b, op);
   for (int lane = 0; lane < 32; ++lane) {
     const int T = 32 * op.warp_in_group + lane;
@@ -140,6 +147,64 @@ inline void require_warpgroups(const char* what) {
   require_full_warp(what);
   if (t_emu.block->n_threads % 128 != 0)
     fail(where() + ": " + what + " needs a block of whole warpgroups (a multiple of 128 threads)");
+}
+
+// setmaxnreg's warp collective (Note [Warpgroup register counts] in dg_wgmma_sm90.cuh): in[0] is
+// count << 1 | inc, the same in every lane; records it as the warp's latest.
+inline void setmaxnreg_op(LaneSlot* lanes, uint32_t) {
+  Warp& w = my_warp();
+  const uint32_t code = static_cast<uint32_t>(lanes[0].in[0]);
+  for (int lane = 1; lane < 32; ++lane)
+    if (lanes[lane].in[0] != code)
+      fail(where() + ": lanes of a warp execute different setmaxnreg instructions");
+  if (w.maxnreg_done > 0) {
+    const uint32_t before = w.maxnreg_last[(w.maxnreg_done - 1) & 1] >> 1, now = code >> 1;
+    if ((code & 1) ? now < before : now > before)
+      fail(where() + ((code & 1) ? ": setmaxnreg.inc below" : ": setmaxnreg.dec above") +
+           " the warp's current register limit");
+  }
+  w.maxnreg_last[w.maxnreg_done & 1] = code;
+  ++w.maxnreg_done;
+}
+
+// setmaxnreg.inc (inc) or .dec to `regs`: the checks and the warpgroup rendezvous of Note
+// [Warpgroup register counts]; no register limit is modelled.
+inline void setmaxnreg(bool inc, int regs) {
+  require_warpgroups("setmaxnreg");
+  if (regs < 24 || regs > 256 || regs % 8 != 0)
+    fail(where() + ": setmaxnreg's register count must be a multiple of 8 in [24, 256]");
+  my_lane_slot().in[0] = (static_cast<uint64_t>(regs) << 1) | (inc ? 1u : 0u);
+  warp_collective(0xffffffffu, &setmaxnreg_op);
+  Block& b = *t_emu.block;
+  const unsigned first = (t_emu.thread->linear >> 5) & ~3u;  // the warpgroup's first warp
+  Warp& self = my_warp();
+  // No lane of this warp executes another warp collective without this one: `rank` is ours.
+  const uint32_t rank = self.maxnreg_done, slot = (rank - 1) & 1, code = self.maxnreg_last[slot];
+  bool all = true;
+  for (unsigned i = 0; i < 4; ++i) {
+    const Warp& u = b.warps[first + i];
+    if (u.maxnreg_done < rank) {
+      all = false;
+      if ((u.exited & u.existing) == u.existing)
+        fail(where() + ": a warp of the warpgroup exited without executing this setmaxnreg");
+    } else if (u.maxnreg_last[slot] != code) {
+      fail(where() + ": the warps of a warpgroup execute different setmaxnreg instructions");
+    }
+  }
+  if (!all) {  // parked until the warpgroup's last warp gets here
+    self.maxnreg_parked |= 1u << (t_emu.thread->linear & 31);
+    park(ThreadState::kWarpCollective);
+    return;
+  }
+  // The last warp: ready the lanes parked at this rank (a warp ahead waits at the next one).
+  for (unsigned i = 0; i < 4; ++i) {
+    Warp& u = b.warps[first + i];
+    if (u.maxnreg_done != rank) continue;
+    for (uint32_t m = u.maxnreg_parked; m; m &= m - 1)
+      push_ready(b, b.threads[(first + i) * 32 + __builtin_ctz(m)]);
+    u.maxnreg_parked = 0;
+  }
+  if (b.opts->sched == SchedMode::kRandom) yield_now();
 }
 
 }  // namespace dg::emu

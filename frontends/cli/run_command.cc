@@ -28,7 +28,11 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
            "when the shared-memory race detector (DYNGEN_EMU_RACECHECK=1) reports a race.\n"
            "--arch sm_90a runs the sm_90a source (wgmma and TMA kernels) under the emulation.\n"
            "DYNGEN_EMU_SCHED=fifo|random, DYNGEN_EMU_ASYNC=wait|issue|random and\n"
-           "DYNGEN_EMU_SEED=N choose the emulation's schedule and cp.async timing.\n";
+           "DYNGEN_EMU_SEED=N choose the emulation's schedule and cp.async timing;\n"
+           "DYNGEN_EMU_SMEM_OFFSET=N places dynamic shared memory at shared address N.\n"
+           "DYNGEN_DEVICE_DEBUG=1 compiles the kernels in device debug mode: a wait that\n"
+           "does not complete, or misaligned dynamic shared memory, fails the launch with\n"
+           "a message naming the wait or check, the block and the thread.\n";
     return kExitOk;
   }
   auto graph = load_or_report(flags.file, err);

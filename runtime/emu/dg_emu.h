@@ -15,6 +15,7 @@
 #include "dg_emu_engine.h"
 #include "dg_emu_launch.h"
 #include "dg_emu_options.h"
+#include "dg_emu_proxy.h"
 #include "dg_emu_racecheck.h"
 #include "dg_emu_sched.h"
 #include "dg_emu_smem.h"

@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "dg_emu_engine.h"
@@ -143,6 +146,21 @@ inline int __all_sync(unsigned mask, int pred, DG_EMU_SITE) {
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 [[noreturn]] inline void __trap() { dg::emu::fail(dg::emu::where() + ": __trap()"); }
+
+namespace dg::emu {
+// A device-debug trap (Note [Device debug mode] in codegen/device/dg_debug.cuh): the message a GPU
+// would print before its __trap(), formatted alike, ends the launch as its error.
+[[noreturn]] __attribute__((format(printf, 1, 2))) inline void debug_trap(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  std::string text = buf;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  fail(text);
+}
+}  // namespace dg::emu
 inline void __nanosleep(unsigned) {}
 inline long long clock64() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 

@@ -75,6 +75,10 @@ struct Warp {
   std::vector<AsyncMma> mma_pending;
   std::vector<size_t> mma_group_ends;
   bool mma_fenced = false;
+  // setmaxnreg (Note [Warpgroup register counts] in codegen/device/dg_wgmma_sm90.cuh): how many
+  // the warp has executed, the latest two (count << 1 | inc, by rank parity), and the lanes parked
+  // until the rest of the warpgroup executes the latest.
+  uint32_t maxnreg_done = 0, maxnreg_last[2] = {0, 0}, maxnreg_parked = 0;
 };
 
 // One cp.async in flight; see Note [Deferred cp.async].
@@ -134,6 +138,12 @@ struct Block {
   int bar_count[2] = {0, 0}, bar_result[2] = {0, 0};
   unsigned char* dyn_smem = nullptr;
   size_t dyn_smem_bytes = 0;
+  // Dynamic shared memory's shared-window address (Note [Emulated shared window]).
+  uint32_t dyn_window = 0;
+  // The async proxy's view of dynamic shared memory, made on first use in a block (Note [Async
+  // proxy] in dg_emu_proxy.h).
+  std::vector<unsigned char> async_view;
+  bool async_view_live = false;
   FiberContext sched;  // the worker's own context, which runs the scheduler loop
   std::string error;
   void (*body)(void*) = nullptr;  // runs the kernel for the current thread

@@ -23,11 +23,12 @@ struct Options {
   AsyncMode async = AsyncMode::kWait;  // DYNGEN_EMU_ASYNC=wait|issue|random
   uint64_t seed = 0;                   // DYNGEN_EMU_SEED: seeds the random modes
   bool racecheck = false;              // DYNGEN_EMU_RACECHECK=1: shared-memory race detector
-  std::string error;                   // an invalid variable: every launch fails with this
+  uint32_t smem_offset = 0;  // DYNGEN_EMU_SMEM_OFFSET: dynamic shared memory's window address
+  std::string error;         // an invalid variable: every launch fails with this
 
   // How to reproduce a launch, e.g. "DYNGEN_EMU_SCHED=random DYNGEN_EMU_ASYNC=wait ...".
   std::string describe() const {
-    char buf[160];
+    char buf[200];
     std::snprintf(buf, sizeof buf,
                   "DYNGEN_EMU_SCHED=%s DYNGEN_EMU_ASYNC=%s DYNGEN_EMU_SEED=%llu "
                   "DYNGEN_EMU_RACECHECK=%d",
@@ -36,7 +37,9 @@ struct Options {
                   : async == AsyncMode::kIssue ? "issue"
                                                : "random",
                   static_cast<unsigned long long>(seed), racecheck ? 1 : 0);
-    return buf;
+    std::string text = buf;
+    if (smem_offset != 0) text += " DYNGEN_EMU_SMEM_OFFSET=" + std::to_string(smem_offset);
+    return text;
   }
 };
 
@@ -93,6 +96,16 @@ inline Options read_options() {
       o.racecheck = false;
     else
       bad("DYNGEN_EMU_RACECHECK", s, "0 or 1");
+  }
+  // Note [Emulated shared window] in dg_emu_smem.h: a multiple of 16 (as on a GPU), below 2^17
+  // so that every byte stays within the 18 bits a wgmma descriptor addresses.
+  if (const char* s = env_value("DYNGEN_EMU_SMEM_OFFSET")) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(s, &end, 10);
+    if (*s == '-' || end == s || *end != '\0' || v % 16 != 0 || v >= (1ul << 17))
+      bad("DYNGEN_EMU_SMEM_OFFSET", s, "a multiple of 16 below 131072");
+    else
+      o.smem_offset = static_cast<uint32_t>(v);
   }
   return o;
 }

@@ -119,6 +119,8 @@ inline void on_thread_exit(Block& b, Thread& t) {
 //   the block index only, so a run is reproducible whatever worker runs which block. Every launch
 //   failure message ends with the settings that reproduce it.
 // - DYNGEN_EMU_RACECHECK=1: the shared-memory race detector (Note [Race detector]).
+// - DYNGEN_EMU_SMEM_OFFSET=N: dynamic shared memory at window address N, a multiple of 16 that
+//   need not be one of 1024 (Note [Emulated shared window]).
 // - Always: shared memory is poisoned per block (Note [Poisoned shared memory]), ldmatrix and
 //   cp.async addresses are checked to be shared memory, and lanes must meet at warp collectives
 //   from the same call site (Note [Warp collectives]).
@@ -144,6 +146,7 @@ inline bool run_block(Block& b) {
     w.mma_pending.clear();
     w.mma_group_ends.clear();
     w.mma_fenced = false;
+    w.maxnreg_done = w.maxnreg_parked = 0;
   }
   b.bulk_pending.clear();
   for (Thread& t : b.threads) {
@@ -222,6 +225,7 @@ inline void run_worker(GridRun& run) {
     size_t alloc = (std::max<size_t>(cfg.dynamic_smem_bytes, 16) + 127) & ~size_t{127};
     smem = static_cast<unsigned char*>(::operator new (alloc, std::align_val_t{128}));
     b.dyn_smem = smem;
+    b.dyn_window = run.opts.smem_offset;  // Note [Emulated shared window]
     t_emu.block = &b;
     if (std::string e = locate_static_smem(b); !e.empty()) throw std::runtime_error(e);
     if (run.opts.async == AsyncMode::kRandom) b.landings.resize(kLandingWheel);
@@ -235,6 +239,7 @@ inline void run_worker(GridRun& run) {
       // Note [Poisoned shared memory].
       std::memset(smem, 0xff, cfg.dynamic_smem_bytes);
       std::memset(b.static_smem, 0xff, b.static_smem_bytes);
+      b.async_view_live = false;  // the async proxy sees the poison too (Note [Async proxy])
       if (!run_block(b)) {
         run.record(b.error);
         break;

@@ -62,4 +62,25 @@ inline std::string locate_static_smem(Block& b) {
   return "";
 }
 
+// Note [Emulated shared window]
+// On a GPU a shared-memory pointer has an address in the block's shared window (what
+// __cvta_generic_to_shared returns, what wgmma descriptors and TMA destinations hold), and the
+// 128-byte swizzle works on its bits. The emulation's window puts dynamic shared memory at
+// DYNGEN_EMU_SMEM_OFFSET (default 0, so a 1024-byte aligned tile is aligned as on a GPU whose
+// dynamic shared memory is declared so), and the static __shared__ variables after it. An
+// offset that is not a multiple of 1024 is an adversarial placement: it shows a kernel that
+// assumes the alignment it was promised without checking it (Note [Device debug mode] in
+// codegen/device/dg_debug.cuh checks it).
+inline uint32_t smem_window_address(const void* p) {
+  const Block& b = *t_emu.block;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t d = reinterpret_cast<uintptr_t>(b.dyn_smem);
+  if (b.dyn_smem != nullptr && a >= d && (a < d + b.dyn_smem_bytes || a == d))
+    return b.dyn_window + static_cast<uint32_t>(a - d);  // the base even of no bytes
+  const uintptr_t s = reinterpret_cast<uintptr_t>(b.static_smem);
+  if (b.static_smem != nullptr && a >= s && a < s + b.static_smem_bytes)
+    return b.dyn_window + static_cast<uint32_t>((b.dyn_smem_bytes + 15) / 16 * 16 + (a - s));
+  fail(where() + ": a shared-window address asked for a pointer outside shared memory");
+}
+
 }  // namespace dg::emu

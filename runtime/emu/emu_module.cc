@@ -209,6 +209,17 @@ EmuModule::~EmuModule() { release(); }
 
 void EmuModule::release() {
   if (handle_ != nullptr) dlclose(handle_);
+  // Note [Loading from memory]: the first module a process loads defines the engine's GNU-unique
+  // symbols (inline variables, statics of inline functions) for every later one, and glibc then
+  // never unloads it, so a closed memfd's number would name it again. Such a module keeps its
+  // memfd for the life of the process.
+  if (handle_ != nullptr && fd_ >= 0) {
+    const std::string path = "/proc/self/fd/" + std::to_string(fd_);
+    if (void* still = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      dlclose(still);
+      fd_ = -1;
+    }
+  }
   if (fd_ >= 0) close(fd_);
   if (!temp_path_.empty()) unlink(temp_path_.c_str());
   handle_ = nullptr;

@@ -128,17 +128,17 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
 }
 
 // Note [Grouped GEMMs]: the seed backward's rank-r products of the gate and up gradients run as
-// one pair of launches (partials and reduction, Note [Rank-r products]); --disable-pass
-// group_independent_gemms gives them a pair each, with the same work.
-TEST(PlanCli, GroupedRankRProductsSaveTwoLaunches) {
+// one launch (split-K partials whose last block reduces, Note [Last block reduces]);
+// --disable-pass group_independent_gemms gives them a launch each, with the same work.
+TEST(PlanCli, GroupedRankRProductsSaveALaunch) {
   const std::string file = fixture_path("seed_expert_mlp_backward.dgir");
   CliResult grouped = run_plan("plan " + file + " --bind s77=512 --json");
   CliResult split =
       run_plan("plan " + file + " --bind s77=512 --json --disable-pass group_independent_gemms");
   ASSERT_EQ(grouped.exit_code, 0) << grouped.out;
   ASSERT_EQ(split.exit_code, 0) << split.out;
-  EXPECT_EQ(total_field(grouped, "launches"), 8) << grouped.out;
-  EXPECT_EQ(total_field(split, "launches"), 10) << split.out;
+  EXPECT_EQ(total_field(grouped, "launches"), 5) << grouped.out;
+  EXPECT_EQ(total_field(split, "launches"), 6) << split.out;
   EXPECT_TRUE(has(grouped.out, "grouped_fused_matmul")) << grouped.out;
   EXPECT_FALSE(has(split.out, "grouped_fused_matmul")) << split.out;
   for (const char* field : {"flops", "tensor_flops", "bytes"})

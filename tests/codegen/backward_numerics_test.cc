@@ -66,6 +66,9 @@ TEST(ToleranceAtTensorScale, CancellationPassesAndRealErrorsFail) {
 TEST(BackwardNumerics, OlmoeTinyTokenCounts) {
   check_token_counts(seed_backward(2048, 1024, 16), "s77", {0, 1, 2, 15, 16, 17});
 }
+TEST(BackwardNumerics, OlmoeAround32) {
+  check_token_counts(seed_backward(2048, 1024, 16), "s77", {31, 32, 33});
+}
 TEST(BackwardNumerics, OlmoeAround64) {
   check_token_counts(seed_backward(2048, 1024, 16), "s77", {63, 64, 65});
 }
@@ -75,6 +78,11 @@ TEST(BackwardNumerics, OlmoeAround128) {
 // Where the rank-r products change their K split (Note [Rank-r products]).
 TEST(BackwardNumerics, OlmoeAround256) {
   check_token_counts(seed_backward(2048, 1024, 16), "s77", {255, 256, 257});
+}
+// Where the weight gradients' chunks grow past 64 tokens (Note [Weight-gradient groups]: 8 of 64
+// at 512, 7 of 80 at 513).
+TEST(BackwardNumerics, OlmoeAround512) {
+  check_token_counts(seed_backward(2048, 1024, 16), "s77", {511, 512, 513});
 }
 TEST(BackwardNumerics, Olmoe1000) {
   check_token_counts(seed_backward(2048, 1024, 16), "s77", {1000});
@@ -107,6 +115,11 @@ TEST(BackwardNumerics, Phi35Moe65) {
 // gate/up GEMM, both reading the weight slices in place).
 TEST(BackwardNumerics, DbrxExpertReduced) {
   check_token_counts(load("dbrx_expert_backward.dgir"), "s", {2, 17, 64, 129});
+}
+// Around every edge of its small-M tiles' rows (Note [Tile choice]) and the switch to the default.
+TEST(BackwardNumerics, DbrxExpertAroundTileEdges) {
+  check_token_counts(load("dbrx_expert_backward.dgir"), "s",
+                     {15, 16, 31, 32, 33, 63, 65, 127, 128, 511, 512, 513, 1024, 1025});
 }
 
 // Note [Tile choice]: a tensor-core GEMM holds a default tile and a 32 x 64 tile for the M where

@@ -1,4 +1,4 @@
-// The fused forward graphs (Note [Fusion groups]): the seed's LoRA expert MLP in at most six
+// The fused forward graphs (Note [Fusion groups]): the seed's LoRA expert MLP in at most four
 // kernels, and LoRA MLPs of several model shapes plus a DBRX-style expert under host emulation,
 // each checked against the reference evaluator run on the UNFUSED graph at the tensor's scale (the
 // rank-r products split K: Note [Tolerance at the tensor's scale]). ctest runs
@@ -89,10 +89,11 @@ std::vector<ShapeCase> all_cases() {
   return cases;
 }
 
-// The seed's forward graph: the rank-r products of gate and up (split over K: partials and their
-// reduction, Note [Rank-r products]), gate/up GEMM with LoRA epilogues and SwiGLU, the rank-r
-// product of down (two kernels likewise), the down GEMM with its LoRA epilogue.
-TEST(FusedForwardPlan, SeedForwardRunsAsAtMostSixKernels) {
+// The seed's forward graph: the rank-r products of gate and up (split over K, the partials summed
+// by the last CTA of each row tile: Note [Last block reduces]), gate/up GEMM with LoRA epilogues
+// and SwiGLU, the rank-r product of down (one kernel likewise), the down GEMM with its LoRA
+// epilogue.
+TEST(FusedForwardPlan, SeedForwardRunsAsAtMostFourKernels) {
   Graph g = testing::load_fixture("seed_expert_mlp.dgir");
   CompileRequest req;
   req.target = "host";
@@ -102,7 +103,7 @@ TEST(FusedForwardPlan, SeedForwardRunsAsAtMostSixKernels) {
   const KernelPlan& plan = o.executable->plan();
   std::string listing;
   for (const KernelLaunch& k : plan.kernels) listing += k.name + ": " + k.summary + "\n";
-  EXPECT_LE(launch_sites(plan), 6u) << listing;  // tile variants of a GEMM count once
+  EXPECT_LE(launch_sites(plan), 4u) << listing;  // tile variants of a GEMM count once
   int tensor_core = 0;
   for (const KernelLaunch& k : plan.kernels)
     tensor_core += k.variant == 0 && k.summary.find("[tensor cores") != std::string::npos;

@@ -52,6 +52,10 @@ TEST(SeedNumerics, ForwardMatchesReferenceForEveryTokenCount) {
 TEST(SeedNumerics, ForwardAroundRankSplitBoundaries) {
   check_all_token_counts("seed_expert_mlp.dgir", "s77", {255, 256, 257});
 }
+// The edges of the small-M tiles' rows (Note [Tile choice]) and of the M = 512 row-tile count.
+TEST(SeedNumerics, ForwardAroundSmallTileEdges) {
+  check_all_token_counts("seed_expert_mlp.dgir", "s77", {31, 32, 33, 511, 512, 513});
+}
 TEST(SeedNumerics, Forward1000Tokens) {
   check_all_token_counts("seed_expert_mlp.dgir", "s77", {1000});
 }

@@ -162,6 +162,52 @@ TEST(UnalignedOperands, OutputOffAPairBoundaryRunsTheFallback) {
   EXPECT_EQ(log.find("dyngen: warning", at + 1), std::string::npos) << log;
 }
 
+// A GEMM whose epilogue reads another input of its output's shape: h, bf16, loaded in pairs by
+// the paired kernel (Note [Epilogue operand loads] in codegen/device/dg_epilogue_loads.cuh).
+constexpr const char* kGatedLinear = R"(graph @gated_linear
+sym n in [0, inf] div 1
+input %x: bf16[n, 64]
+input %w: bf16[40, 64]
+input %h: bf16[n, 40]
+%base: bf16[n, 40] = linear(%x, %w)
+%y: bf16[n, 40] = mul(%base, %h)
+output %y
+)";
+
+// The paired kernel would fault on h off its pairs' boundary (as a GPU does, so does the
+// emulation's paired load), so results equal to the aligned run's show the fallback loaded it.
+TEST(UnalignedOperands, EpilogueOperandOffAPairBoundaryRunsTheFallback) {
+  Compiled c = compile_lora_linear(kGatedLinear);
+  ASSERT_TRUE(c.exe);
+  int64_t sites = 0;
+  for (const KernelLaunch& k : c.exe->plan().kernels)
+    for (const CheckedOperand& o : k.checked_operands)
+      if (o.read_in_pairs && k.variant == 0) {
+        EXPECT_EQ(o.alignment, 4) << k.name << ": a pair of bf16";
+        EXPECT_EQ(k.buffers[o.param].index, 2) << k.name << ": h";
+        ++sites;
+      }
+  EXPECT_EQ(sites, 1) << "the tensor-core GEMM reads h in pairs";
+  for (int64_t n : {1, 15, 16, 17, 37, 64, 65, 129}) {
+    auto inputs = make_random_inputs(c.graph, {{"n", n}}, 6);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    const int64_t before = unaligned_launches();
+    auto aligned = run_on_host(*c.exe, inputs.value());
+    ASSERT_TRUE(aligned.ok()) << aligned.message();
+    EXPECT_EQ(unaligned_launches(), before) << "an aligned operand was loaded element by element";
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(run_with_shifted_input(*c.exe, inputs.value(), 2), aligned.value()[0].bytes) << n;
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(unaligned_launches() - before, sites) << n;
+    if (n == 1)
+      EXPECT_NE(log.find("reads input 2 at an address that is 2 bytes past a 4-byte boundary, so "
+                         "the call runs its GEMM's fallback kernel, which loads it element by "
+                         "element, not in pairs"),
+                std::string::npos)
+          << log;
+  }
+}
+
 TEST(UnalignedOperands, NoTokensLaunchNothingAndCountNothing) {
   Compiled c = compile_lora_linear();
   ASSERT_TRUE(c.exe);

@@ -51,7 +51,8 @@ CompileRequest sm90_request(int64_t wave_ctas) {
 using Compiled = testing::CompiledGraph;
 
 // Waves of 4 blocks put both wgmma tiles at small M: with two or three column tiles, 64 x 128
-// from M = 65 and 128 x 128 (128 x 64 for gate/up) from M = 129; mma.sync below.
+// from M = 65 and 128 x 128 from M = 129 (for gate/up the wide tile, Note [Wide gate/up tile],
+// which fills a wave as soon as 128 x 64 would here); mma.sync below.
 Compiled compile_sm90(const std::set<std::string>& disabled = {}) {
   CompileRequest req = sm90_request(4);
   req.disabled_passes = disabled;
@@ -81,8 +82,8 @@ TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
   Compiled c = compile_sm90();
   ASSERT_TRUE(c.exe);
   const KernelPlan& plan = c.exe->plan();
-  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 1);  // gate/up: two B operands
-  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 1);
+  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 0);
+  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 2);  // gate/up (two B operands) and down
   EXPECT_EQ(count_with(plan, "[wgmma 64x128x64"), 2);
   EXPECT_EQ(launch_sites(plan), 2u);
   int maps = 0, fallbacks = 0;
@@ -101,6 +102,20 @@ TEST(WgmmaGemm, Sm90SourceHoldsWgmmaTilesAndTheirFallbacks) {
   ASSERT_TRUE(off.exe);
   EXPECT_EQ(count_with(off.exe->plan(), "[wgmma"), 0);
   EXPECT_EQ(off.exe->plan().source.find("dg_wgmma_mainloop"), std::string::npos);
+}
+
+// Gate/up with N = 512 (K = 200, a partial k tile) in waves of 16 blocks: 128 x 64 (eight column
+// tiles) from M = 129 to 384 and the wide 128 x 128 (four, Note [Wide gate/up tile]) from 385;
+// mma.sync below 129.
+TEST(WgmmaGemm, WideGateUpTileMatchesTheReferenceAroundItsBoundaries) {
+  CompileRequest req = sm90_request(16);
+  Compiled c = testing::compile_text(replace_in_shapes(kSwigluMlp, {{"192", "512"}}), req);
+  ASSERT_TRUE(c.exe);
+  const KernelPlan& plan = c.exe->plan();
+  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64, 4 stages, for M >= 385]"), 1);
+  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64, 4 stages, for 129 <= M <= 384]"), 1);
+  expect_matches_reference(c.graph, *c.exe, "n",
+                           {0, 1, 128, 129, 130, 255, 256, 257, 383, 384, 385, 386, 513, 1000}, 40);
 }
 
 TEST(WgmmaGemm, MatchesTheReferenceAroundEveryTileBoundary) {
@@ -169,18 +184,20 @@ TEST(WgmmaGemm, FallbacksMatchTheMmaSyncBuildAroundEveryTileBoundary) {
 
 // The seed's LoRA expert forward on sm_90a: both GEMMs carry rank-r products, staged for the
 // wgmma epilogue (dg_wgmma_epilogue_rank). Waves of 32 blocks put the 128-row tiles from M = 129
-// and the down projection's 64-row tile at 65 <= M <= 128; mma.sync below.
+// (gate/up: 128 x 64 up to 384, the wide 128 x 128 from 385, Note [Wide gate/up tile]) and the
+// down projection's 64-row tile at 65 <= M <= 128; mma.sync below.
 TEST(WgmmaGemm, SeedForwardWithStagedRankProductsMatchesTheReference) {
   // The fixture at its own sizes, its symbol's range widened to [0, inf].
   const Graph g = resized_seed("seed_expert_mlp.dgir", 2048, 1024, 16);
   CompileOutcome o = compile_graph(g, sm90_request(32));
   ASSERT_TRUE(o.ok()) << o.error;
   const KernelPlan& plan = o.executable->plan();
-  EXPECT_EQ(count_with(plan, "[wgmma 128x"), 2);
+  EXPECT_EQ(count_with(plan, "[wgmma 128x"), 3);
+  EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 1);
   EXPECT_EQ(count_with(plan, "[wgmma 64x"), 1);
   EXPECT_NE(plan.source.find("dg_wgmma_epilogue_rank"), std::string::npos);
   expect_matches_reference(g, *o.executable, "s77",
-                           {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 300);
+                           {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 384, 385, 386, 1000}, 300);
 }
 
 // Runs `g` compiled for sm_90a (waves of `wave_ctas` blocks) at each token count of `symbol`
@@ -193,7 +210,7 @@ void check_sm90_token_counts(const Graph& g, int64_t wave_ctas, const std::strin
   ASSERT_TRUE(o.ok()) << o.error;
   EXPECT_EQ(count_with(o.executable->plan(), ", B N-major"), n_major);
   EXPECT_EQ(
-      o.executable->plan().source.find("dg_wgmma_mainloop_segments<Tile, 2>") != std::string::npos,
+      o.executable->plan().source.find("dg_wgmma_mainloop_producer<Tile, 2>") != std::string::npos,
       k_segments);
   expect_matches_reference(g, *o.executable, symbol, token_counts, 500);
 }
@@ -237,7 +254,8 @@ TEST(WgmmaGemm, SeedBackwardMatchesTheReference) {
 // The Phi-3.5-MoE expert (hidden 4096, ffn 6400, r = 16) at its own sizes: K = 4096, 6400 and
 // two segments of 6400 walk the 4-stage ring 16 to 100 times, and N = 6400 is 50 column tiles.
 // Waves of 64 blocks put the 64 x 128 wgmma tiles at 65 <= M <= 128 and the 128-row tiles from
-// M = 129 (the forward's gate/up GEMM, 100 column tiles of 64, from M = 1); mma.sync below. With
+// M = 129 (the forward's gate/up GEMM, 100 column tiles of 64, from M = 1, and on the wide tile's
+// 50 of 128 from M = 129); mma.sync below. With
 // the H200's 132 the boundaries lie at 128/129, 256/257 and 512/513, which `dyngen run --arch
 // sm_90a` covers at real sizes (too slow for the suite: 15 s per 64 tokens here).
 constexpr std::initializer_list<int64_t> kPhiTokenCounts = {0, 1, 64, 65, 128, 129, 200};
@@ -248,7 +266,7 @@ TEST(WgmmaGemm, PhiExpertForwardMatchesTheReference) {
   ASSERT_TRUE(o.ok()) << o.error;
   const KernelPlan& plan = o.executable->plan();
   EXPECT_EQ(count_with(plan, "[wgmma 128x64x64"), 1);   // gate/up
-  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 1);  // down
+  EXPECT_EQ(count_with(plan, "[wgmma 128x128x64"), 2);  // gate/up's wide tile, down
   EXPECT_EQ(count_with(plan, "[wgmma 64x128x64"), 1);
   expect_matches_reference(g, *o.executable, "s77", kPhiTokenCounts, 700);
 }

@@ -73,9 +73,9 @@ TEST(DriverDouble, SeedBackwardRunsThroughTheDriverAndMatchesTheReference) {
     if (!out.empty()) expect_matches_reference_at_tensor_scale(g, inputs, out, s);
   }
   std::string calls = launch_calls(the_double().calls());
-  EXPECT_NE(calls.find("cuLaunchKernel k3_grouped_fused_matmul_partials"), std::string::npos)
+  EXPECT_NE(calls.find("cuLaunchKernel k2_grouped_fused_matmul_splitk"), std::string::npos)
       << calls;
-  EXPECT_NE(calls.find("cuLaunchKernel k5_fused_matmul"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("cuLaunchKernel k3_fused_matmul"), std::string::npos) << calls;
   EXPECT_EQ(calls.find("refused"), std::string::npos) << calls;
 }
 
@@ -99,12 +99,12 @@ TEST(DriverDouble, SmallBackwardThroughTheDriverIsBitwiseTheHostEmulation) {
   // grad_x on its small-M tile (32 x 64: 10 x 4 blocks; the 64 x 128 default would launch 10,
   // Note [Tile choice]) and the weight-gradient partials over 5 chunks of 64 tokens (6 tiles want
   // 44 chunks for two waves; a chunk holds at least 64, Note [Weight-gradient groups]); the down
-  // LoRA's rank-r product (K = 256) is k0/k1, split over K (Note [Rank-r products]).
-  EXPECT_NE(calls.find("cuLaunchKernel k3_grouped_fused_matmul grid=5,1,2"), std::string::npos)
+  // LoRA's rank-r product (K = 256) is k0, split over K (Note [Last block reduces]).
+  EXPECT_NE(calls.find("cuLaunchKernel k2_grouped_fused_matmul grid=5,1,2"), std::string::npos)
       << calls;
-  EXPECT_NE(calls.find("cuLaunchKernel k4_fused_matmul_tile32x64 grid=10,4,1"), std::string::npos)
+  EXPECT_NE(calls.find("cuLaunchKernel k3_fused_matmul_tile32x64 grid=10,4,1"), std::string::npos)
       << calls;
-  EXPECT_NE(calls.find("cuLaunchKernel k5_wgrad_partials grid=6,5,1"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("cuLaunchKernel k4_wgrad_partials grid=6,5,1"), std::string::npos) << calls;
   EXPECT_EQ(calls.find("refused"), std::string::npos) << calls;
 }
 

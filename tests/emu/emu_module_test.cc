@@ -84,6 +84,25 @@ TEST(EmuModule, DistinctModulesStayDistinct) {
   EXPECT_EQ(basic->find("scale"), nullptr);
 }
 
+// Note [Loading from memory]: the first module a process loads defines the engine's GNU-unique
+// symbols for every later one, so glibc keeps it mapped after it is unloaded; its memfd's number
+// must not come back as the next module's path. (Only a process whose first module this is shows
+// it, as ctest runs each case.)
+TEST(EmuModule, AnUnloadedModuleDoesNotShadowTheNext) {
+  Result<std::string> basic = EmuModule::compile_to_shared_object(kBasicKernels);
+  Result<std::string> small = EmuModule::compile_to_shared_object(kSmallKernels);
+  ASSERT_TRUE(basic.ok() && small.ok()) << basic.message() << small.message();
+  {
+    Result<EmuModule> gone = EmuModule::load(basic.value());
+    ASSERT_TRUE(gone.ok()) << gone.message();
+    EXPECT_NE(gone->find("vadd"), nullptr);
+  }
+  Result<EmuModule> next = EmuModule::load(small.value());
+  ASSERT_TRUE(next.ok()) << next.message();
+  EXPECT_NE(next->find("scale"), nullptr);
+  EXPECT_EQ(next->find("vadd"), nullptr);
+}
+
 TEST(EmuModule, GarbageBytesDoNotLoad) {
   Result<EmuModule> m = EmuModule::load("not a shared object");
   ASSERT_FALSE(m.ok());
