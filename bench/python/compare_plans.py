@@ -27,9 +27,18 @@ GRAPHS = [
 ]
 
 
+def token_symbol(graph: pathlib.Path) -> str:
+    """The graph's first symbol, the token count in the expert fixtures (`sym s77 in ...`)."""
+    for line in graph.read_text().splitlines():
+        if line.startswith("sym "):
+            return line.split()[1]
+    raise ValueError(f"{graph}: no symbol to bind")
+
+
 def plan(dyngen: str, graph: pathlib.Path, tokens: int, cache_dir: str | None) -> dict:
-    """`dyngen plan --json` of one graph at s77 = tokens, with the eager baseline."""
-    cmd = [dyngen, "plan", str(graph), "--bind", f"s77={tokens}", "--gpu", "h200"]
+    """`dyngen plan --json` of one graph with its token symbol bound, and the eager baseline."""
+    bind = f"{token_symbol(graph)}={tokens}"
+    cmd = [dyngen, "plan", str(graph), "--bind", bind, "--gpu", "h200"]
     cmd += ["--baseline", "eager", "--json"]
     if cache_dir:
         cmd += ["--cache-dir", cache_dir]
@@ -64,7 +73,7 @@ def format_table(graph: str, tokens: int, c: dict) -> str:
     def us(v):
         return "-" if v is None else f"{v:9.2f}"
 
-    lines = [f"{graph} at s77={tokens}", f"  {'kernel':40s} {'old us':>9s} {'new us':>9s}"]
+    lines = [f"{graph} at {tokens} tokens", f"  {'kernel':40s} {'old us':>9s} {'new us':>9s}"]
     for r in c["kernels"]:
         lines.append(f"  {r['kernel']:40s} {us(r['old_us']):>9s} {us(r['new_us']):>9s}")
     for label in ("old", "new"):
