@@ -40,7 +40,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from calibration_join import calibrate, find_cli, format_markdown  # noqa: E402
-from kernel_bench import EXPERTS  # noqa: E402 - the shapes, shared with the kernel benchmark
+from kernel_bench import EXPERTS, parse_expert_and_token_lists  # noqa: E402 - shared shapes
 
 TOKENS = [64, 512, 1024, 4096]
 RANGE_PREFIX = "dyngen::"
@@ -270,16 +270,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--device", default="cuda", help="cuda; cpu with --small is a smoke run")
     ap.add_argument("--small", action="store_true", help="tiny experts (a CPU smoke run)")
     args = ap.parse_args(argv)
-    args.experts = [e for e in args.experts.split(",") if e]
-    bad = [e for e in args.experts if e not in EXPERTS]
-    if bad or not args.experts:
-        ap.error(f"unknown expert(s) {bad}; known: {', '.join(EXPERTS)}")
-    try:
-        args.tokens = [int(t) for t in args.tokens.split(",") if t]
-    except ValueError:
-        ap.error(f"--tokens needs a comma list of integers, got {args.tokens!r}")
-    if not args.tokens or min(args.tokens) < 2:
-        ap.error("--tokens needs token counts of at least 2 (Dynamo specializes 0 and 1)")
+    parse_expert_and_token_lists(ap, args, min_tokens=2)
     if args.reps < 1 or args.warmup < 0:
         ap.error("--reps must be >= 1 and --warmup >= 0")
     return args

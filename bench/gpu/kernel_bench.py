@@ -60,6 +60,24 @@ def flops_fwd_bwd(hidden: int, ffn: int, rank: int, tokens: int) -> dict:
     return {"forward": forward, "backward": backward, "total": forward + backward}
 
 
+def parse_expert_and_token_lists(ap, args, min_tokens: int) -> None:
+    """Turns args.experts and args.tokens, comma lists, into lists; ap.error on a bad entry."""
+    args.experts = [e for e in args.experts.split(",") if e]
+    bad = [e for e in args.experts if e not in EXPERTS]
+    if bad or not args.experts:
+        ap.error(f"unknown expert(s) {bad}; known: {', '.join(EXPERTS)}")
+    try:
+        args.tokens = [int(t) for t in args.tokens.split(",") if t]
+    except ValueError:
+        ap.error(f"--tokens needs a comma list of integers, got {args.tokens!r}")
+    if not args.tokens or min(args.tokens) < min_tokens:
+        if min_tokens == 1:
+            ap.error("--tokens needs positive token counts")
+        ap.error(
+            f"--tokens needs token counts of at least {min_tokens} (Dynamo specializes 0 and 1)"
+        )
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -82,16 +100,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--dry-run", action="store_true", help="print shapes and FLOPs; time nothing")
     args = ap.parse_args(argv)
-    args.experts = [e for e in args.experts.split(",") if e]
-    bad = [e for e in args.experts if e not in EXPERTS]
-    if bad or not args.experts:
-        ap.error(f"unknown expert(s) {bad}; known: {', '.join(EXPERTS)}")
-    try:
-        args.tokens = [int(t) for t in args.tokens.split(",") if t]
-    except ValueError:
-        ap.error(f"--tokens needs a comma list of integers, got {args.tokens!r}")
-    if not args.tokens or min(args.tokens) < 1:
-        ap.error("--tokens needs positive token counts")
+    parse_expert_and_token_lists(ap, args, min_tokens=1)
     args.backends = [b for b in args.backends.split(",") if b]
     bad = [b for b in args.backends if b not in BACKENDS]
     if bad or not args.backends:
