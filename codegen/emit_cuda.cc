@@ -110,6 +110,9 @@ KernelPlan emit_cuda(const Graph& g, const CodegenOptions& options) {
         case OpCategory::kIndex:
           emit_index_node(ctx, node);
           break;
+        case OpCategory::kGrouped:
+          emit_grouped_experts_node(ctx, node);
+          break;
       }
     } catch (const std::invalid_argument& e) {
       throw UnsupportedError(e.what());

@@ -402,8 +402,8 @@ void emit_reduce_group(LoweringContext& ctx, const std::vector<int>& order,
   const std::string in_offset = "base + " + offset_expr(red_strides, SymExpr(0), "j");
   ElementBody prologue(ctx, params, members, in.shape, in_offset, q_setup);
   prologue.set_index_var("q");
-  ElementBody epilogue(ctx, params, members, out.shape, "i", unravel(out.shape, "i", "o"));
-  epilogue.set_index_var("o");
+  ElementBody epilogue(ctx, params, members, out.shape, "i", unravel(out.shape, "i", "oi"));
+  epilogue.set_index_var("oi");
   std::string summary;
   for (int i : order) {
     const Node& n = g.nodes[i];

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codegen/grouped_experts.h"
+
 namespace dg {
 
 namespace {
@@ -38,6 +40,21 @@ NodeFlops node_flops(const Graph& g, const Node& node) {
     case OpCategory::kIndex:
       if (node.op == OpKind::kIndexAdd) f.flops = g.tensor(node.inputs[2]).numel();
       return f;
+    case OpCategory::kGrouped: {
+      // grouped_mm: every routed row meets one expert's weight, so 2 R N K whatever the routing;
+      // grouped_mm_wgrad: the same contraction over R. Routing is integer work (no flops). The
+      // bytes (compute_kernel_cost) count every expert's weight once: the worst case, the rows
+      // spread over all experts.
+      if (node.op != OpKind::kGroupedMm && node.op != OpKind::kGroupedMmWgrad) return f;
+      const TensorType& a = g.tensor(node.inputs[0]);  // a[R, K] or g[R, N]
+      const TensorType& b = g.tensor(node.inputs[1]);  // offs, or x[R, K]
+      f.flops = node.op == OpKind::kGroupedMm ? SymExpr(2) * a.shape[0] * out.shape[1] * a.shape[1]
+                                              : SymExpr(2) * a.shape[0] * a.shape[1] * b.shape[1];
+      // Only grouped_mm's bf16 kernel runs on tensor cores; the weight gradient and the scalar
+      // grouped tile run on FMA (codegen/emit_grouped_mm.cc).
+      if (grouped_mm_on_tensor_cores(g, node)) f.tensor_flops = f.flops;
+      return f;
+    }
     case OpCategory::kCreate:
     case OpCategory::kCast:
     case OpCategory::kLayout:

@@ -24,6 +24,7 @@ enum class OpCategory : uint8_t {
   kReduce,   // reductions over dims, and cumsum (a scan along one dim)
   kLayout,   // reshape / permute / expand / slice / cat: data movement only
   kIndex,    // gather / scatter along a dim by an index tensor (index_*, gather, scatter)
+  kGrouped,  // grouped experts: routing by expert (offsets, order) and per-expert-segment GEMMs
 };
 
 struct OpInfo {

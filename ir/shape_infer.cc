@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ir/shape_infer_grouped.h"
+
 namespace dg {
 namespace {
 
@@ -331,6 +333,8 @@ InferResult infer_type(const Graph& g, OpKind kind, const std::vector<ValueId>& 
         return infer_layout(g, kind, inputs, attrs);
       case OpCategory::kIndex:
         return infer_index(g, kind, inputs, attrs);
+      case OpCategory::kGrouped:
+        return infer_grouped(g, kind, inputs, attrs);
     }
   } catch (const std::exception& e) {
     return fail(kind, e.what());

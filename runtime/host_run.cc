@@ -29,6 +29,8 @@ dg_tensor to_arg(const HostTensor& t, bool sym_int) {
 // indexes, when it is used as an index.
 int64_t index_bound(const Graph& g, ValueId in, const std::map<std::string, int64_t>& binding) {
   for (const Node& n : g.nodes) {
+    if ((n.op == OpKind::kExpertOffsets || n.op == OpKind::kExpertOrder) && n.inputs[0] == in)
+      return n.attrs.get_int("num_experts").value_or(8);  // expert ids, in [0, num_experts)
     if (op_info(n.op).category != OpCategory::kIndex || n.inputs.size() < 2 || n.inputs[1] != in)
       continue;
     const TensorType& x = g.tensor(n.inputs[0]);
@@ -117,7 +119,7 @@ Result<std::vector<HostTensor>> run_on_host(const Executable& exe,
       workspace_bytes ? std::aligned_alloc(256, (workspace_bytes + 255) / 256 * 256) : nullptr,
       &std::free);
   s = exe.launch(in_args.data(), static_cast<int>(in_args.size()), out_args.data(),
-                 static_cast<int>(out_args.size()), workspace.get(), nullptr);
+                 static_cast<int>(out_args.size()), workspace.get(), options.stream);
   if (!s.ok()) return s;
   return outputs;
 }

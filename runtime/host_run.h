@@ -26,6 +26,8 @@ Result<std::vector<HostTensor>> make_random_inputs(const Graph& g,
 struct HostRunOptions {
   int cuda_device = -1;
   std::vector<int> host_scalars;
+  // The stream a GPU executable launches on (tests: Note [One stream at a time]).
+  void* stream = nullptr;
 };
 
 // Runs `exe` on host buffers (see HostRunOptions for a GPU executable).

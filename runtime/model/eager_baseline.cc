@@ -75,9 +75,10 @@ std::optional<EagerEstimate> estimate_eager(const Graph& g,
       bytes += b;
     }
     double seconds = 0;
-    if (op_info(node.op).category == OpCategory::kMatmul) {
+    // grouped_mm: eager's torch._grouped_mm, costed as one GEMM [R, K] x [K, N].
+    if (op_info(node.op).category == OpCategory::kMatmul || node.op == OpKind::kGroupedMm) {
       const TensorType& a = g.tensor(node.inputs[0]);
-      const TensorType& w = g.tensor(node.inputs[1]);
+      const TensorType& w = g.tensor(node.inputs[node.op == OpKind::kGroupedMm ? 2 : 1]);
       double k = 1, n = 1, m = 1, numel = 0;
       if (!a.shape.empty() && !eval(a.shape.back(), &k)) return std::nullopt;
       if (!out.shape.empty() && !eval(out.shape.back(), &n)) return std::nullopt;

@@ -8,13 +8,6 @@ namespace dg::ref {
 namespace {
 
 template <class T>
-std::vector<T> to_compute(const HostTensor& t) {
-  std::vector<T> v(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = load_element<T>(t, static_cast<int64_t>(i));
-  return v;
-}
-
-template <class T>
 std::string linear(const OpArgs& a) {
   const HostTensor &x = *a.in[0], &w = *a.in[1];
   HostTensor& out = *a.out;

@@ -30,6 +30,7 @@ std::string eval_matmul(const OpArgs& a);       // linear, matmul
 std::string eval_reduce(const OpArgs& a);       // sum, mean, amax
 std::string eval_layout(const OpArgs& a);       // reshape, permute, expand, slice, cat
 std::string eval_index(const OpArgs& a);        // index_select, index_add
+std::string eval_grouped(const OpArgs& a);      // expert_offsets/order, grouped_mm(_wgrad)
 
 // Which C++ type an op computes in for a result of `dtype` (Note [Reference semantics]).
 enum class Compute { kFloat, kDouble, kInt };
@@ -70,6 +71,14 @@ void for_each_index(const std::vector<int64_t>& shape,
       idx[d] = 0;
     }
   }
+}
+
+// Every element of `t`, in row-major order, converted to the compute type T.
+template <class T>
+std::vector<T> to_compute(const HostTensor& t) {
+  std::vector<T> v(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_element<T>(t, static_cast<int64_t>(i));
+  return v;
 }
 
 }  // namespace dg::ref

@@ -132,6 +132,8 @@ std::string eval_node(const ref::OpArgs& a) {
       return ref::eval_layout(a);
     case OpCategory::kIndex:
       return ref::eval_index(a);
+    case OpCategory::kGrouped:
+      return ref::eval_grouped(a);
   }
   return "no reference implementation";
 }

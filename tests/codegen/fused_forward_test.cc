@@ -226,6 +226,31 @@ output %r, %m, %b
   }
 }
 
+// A reduction whose epilogue writes several outputs of rank 4: the kernel's output parameters
+// (o1, o3: numbered by slot) and the epilogue's index variables never share a name (they once did,
+// and the kernel did not compile).
+TEST(FusedForwardPlan, ReductionEpilogueWithSeveralOutputsOfHighRank) {
+  Graph g = parse(R"(graph @two_scaled_sums
+sym n in [1, inf] div 1
+input %x: f32[n, 1, 4, 2, 16]
+input %u: bf16[n, 4, 2, 16]
+input %v: bf16[n, 4, 2, 16]
+%s: f32[n, 4, 2, 16] = sum(%x) {dims = [1], keepdim = 0}
+%c: bf16[n, 4, 2, 16] = cast(%s) {dtype = bf16}
+%a: bf16[n, 4, 2, 16] = mul(%c, %u)
+%b: bf16[n, 4, 2, 16] = mul(%c, %v)
+output %a, %b
+)");
+  KernelPlan plan = emit_cuda(run_pipeline(g));
+  EXPECT_EQ(launch_sites(plan), 1u);
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = cache_dir();
+  CompileOutcome o = compile_graph(g, req);
+  ASSERT_TRUE(o.ok()) << o.error;
+  for (int64_t n : {1, 3}) expect_matches_reference_at(g, *o.executable, "n", n, 5 + n);
+}
+
 // Every kernel of the fused graphs compiles for sm_80 and sm_90a without spilling and within the
 // 48 KB of static shared memory (ptxas's report, -Xptxas -v).
 class FusedPtxas : public ::testing::TestWithParam<ShapeCase> {};

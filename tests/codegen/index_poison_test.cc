@@ -10,18 +10,10 @@
 #include "runtime/host_run.h"
 #include "runtime/reference/host_tensor.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
-
-std::shared_ptr<Executable> compile_host(const Graph& g) {
-  CompileRequest req;
-  req.target = "host";
-  req.cache_dir = testing::run_cache_dir("dyngen-codegen-test-cache");
-  CompileOutcome o = compile_graph(g, req);
-  EXPECT_TRUE(o.ok()) << o.error;
-  return o.executable;
-}
 
 TEST(IndexPoison, BadIndicesGiveNaNNotWrongValues) {
   GraphBuilder b("poison");
@@ -36,7 +28,7 @@ TEST(IndexPoison, BadIndicesGiveNaNNotWrongValues) {
   ValueId rows = b.input(DType::kF32, {n, 3});
   b.output(b.op(OpKind::kGather, {rows, col}, {{"dim", int64_t{1}}}));
   Graph g = b.finish();
-  auto exe = compile_host(g);
+  auto exe = testing::compile_for_host(g);
   ASSERT_TRUE(exe);
   HostTensor xt = make_tensor(DType::kF32, {4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
   HostTensor st = make_tensor(DType::kF32, {2, 2}, {10, 20, 30, 40});

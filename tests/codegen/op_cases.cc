@@ -259,6 +259,24 @@ std::vector<OpCase> all_op_cases() {
     b.output(b.op(OpKind::kIndexAdd, {xf, idx, sf}, {{"dim", int64_t{0}}}));
   });
   add_thunder_coverage_cases(c);
+  c.add("grouped_experts", OpKind::kGroupedMm, [](GraphBuilder& b, SymExpr n) {
+    // Routing of n tokens x 2 slots over 4 experts, then grouped GEMMs over the 2n routed rows:
+    // bf16 with a fused [E, N, K] weight (tensor cores), f32 with per-expert [K, N] weights
+    // (scalar tile), and the weight gradient.
+    ValueId idx = b.input(DType::kI64, {n, 2});
+    ValueId offs = b.op(OpKind::kExpertOffsets, {idx}, {{"num_experts", int64_t{4}}});
+    b.output(offs);
+    b.output(b.op(OpKind::kExpertOrder, {idx}, {{"num_experts", int64_t{4}}}));
+    ValueId a = b.input(DType::kBF16, {2 * n, 24});
+    ValueId w = b.input(DType::kBF16, {4, 40, 24});
+    b.output(b.op(OpKind::kGroupedMm, {a, offs, w}, {{"w_layout", int64_t{0}}}));
+    ValueId af = b.input(DType::kF32, {2 * n, 12});
+    std::vector<ValueId> in{af, offs};
+    for (int e = 0; e < 4; ++e) in.push_back(b.input(DType::kF32, {12, 20}));
+    b.output(b.op(OpKind::kGroupedMm, in, {{"w_layout", int64_t{1}}}));
+    ValueId g = b.input(DType::kF32, {2 * n, 20});
+    b.output(b.op(OpKind::kGroupedMmWgrad, {g, af, offs}));
+  });
   return cases;
 }
 

@@ -3,8 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
 
 namespace dg::testing {
+
+std::shared_ptr<Executable> compile_for_host(const Graph& g) {
+  CompileRequest req;
+  req.target = "host";
+  req.cache_dir = run_cache_dir("dyngen-codegen-test-cache");
+  CompileOutcome o = compile_graph(g, req);
+  EXPECT_TRUE(o.ok()) << o.error;
+  return o.executable;
+}
 
 CompiledGraph compile_text(const std::string& text, const CompileRequest& req) {
   Graph g = parse_or_fail(text);

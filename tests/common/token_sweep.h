@@ -20,6 +20,10 @@ struct CompiledGraph {
   Graph graph;
   std::shared_ptr<Executable> exe;
 };
+// `g` compiled for the host emulation into the run's shared test cache (null when the compile
+// failed, which fails the test).
+std::shared_ptr<Executable> compile_for_host(const Graph& g);
+
 // The graph written in `text`, compiled with `req`.
 CompiledGraph compile_text(const std::string& text, const CompileRequest& req);
 

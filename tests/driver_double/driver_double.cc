@@ -16,6 +16,7 @@
 #include <link.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -99,6 +100,14 @@ int refuse(int code, const std::string& why) {
 }
 
 std::string ctx_name(const Context* c) { return c ? "ctx" + std::to_string(c->device) : "none"; }
+
+// " stream=0x..." for a stream other than the default one, which records nothing.
+std::string stream_name(const void* stream) {
+  if (!stream) return "";
+  char text[40];
+  std::snprintf(text, sizeof(text), " stream=%p", stream);
+  return text;
+}
 
 // Finds `<kernel>__emu` in the loaded host module whose dg_emu_source_sha256 is `sha`.
 struct EmuSearch {
@@ -341,8 +350,8 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
     record("cuLaunchKernel " + std::string(e ? e->name : "(null)") + " grid=" + std::to_string(gx) +
            "," + std::to_string(gy) + "," + std::to_string(gz) + " block=" + std::to_string(bx) +
            "," + std::to_string(by) + "," + std::to_string(bz) + " smem=" + std::to_string(shared) +
-           " params=" + std::to_string(e ? e->params.size() : 0) + " " + ctx_name(t_current));
-    (void)stream;
+           " params=" + std::to_string(e ? e->params.size() : 0) + " " + ctx_name(t_current) +
+           stream_name(stream));
     Context* ctx = nullptr;
     if (int r = need_context("cuLaunchKernel", &ctx)) return r;
     if (!f) return refuse(kInvalidHandle, "null function");
@@ -396,8 +405,7 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
 
 int cuStreamSynchronize(void* stream) {
   std::lock_guard<std::mutex> lock(state().mu);
-  (void)stream;
-  record("cuStreamSynchronize " + ctx_name(t_current));
+  record("cuStreamSynchronize " + ctx_name(t_current) + stream_name(stream));
   Context* ctx = nullptr;
   if (int r = need_context("cuStreamSynchronize", &ctx)) return r;
   if (ctx->fault_pending_sync) {

@@ -2,6 +2,7 @@
 // which checks each call as the driver would and runs the kernels' host emulation.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <iostream>
 
 #include "codegen/device/dg_tma_sm90.cuh"
@@ -112,6 +113,53 @@ TEST(DriverDouble, HostScalarBesideGpuTensorsIsPassedByValue) {
   auto out = run_on_host(*o.executable, inputs.value(), HostRunOptions{0, {0}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.message().find("host memory"), std::string::npos) << out.message();
+}
+
+// A graph of its own: a module that no other test has loaded, so the streams it saw start empty.
+const char* kShifted = R"(graph @shifted
+sym s0 in [2, inf] div 1
+input %x: f32[s0, 8]
+input %shift: f32[]
+%y: f32[s0, 8] = add(%x, %shift)
+output %y
+)";
+
+// The calls before the first launch of `calls`: what a launch waited for.
+std::string before_launch(const std::string& calls) {
+  return calls.substr(0, calls.find("cuLaunchKernel"));
+}
+
+// Note [One stream at a time]: a launch on another stream than the module's last one on that
+// device first waits for the last one; launches on one stream do not wait. (run_on_host itself
+// synchronizes after its launch, to read the outputs: only the calls before the launch count.)
+TEST(DriverDouble, SwitchingStreamsWaitsForThePreviousStream) {
+  Graph g = parse_or_fail(kShifted);
+  CompileOutcome o = compile_for_double(g);
+  ASSERT_TRUE(o.ok()) << o.error;
+  ASSERT_TRUE(CudaDriver::instance().ensure_context(0).ok());
+  auto inputs = make_random_inputs(g, {{"s0", 6}}, 3);
+  ASSERT_TRUE(inputs.ok());
+  int a = 0, b = 0;  // two stream handles: the double records them, nothing dereferences them
+  auto calls_of_run_on = [&](void* stream) {
+    HostRunOptions opts{0, {1}};
+    opts.stream = stream;
+    the_double().clear_calls();
+    auto out = run_on_host(*o.executable, inputs.value(), opts);
+    EXPECT_TRUE(out.ok()) << out.message();
+    return launch_calls(the_double().calls());
+  };
+  char a_name[32], b_name[32];
+  std::snprintf(a_name, sizeof(a_name), "stream=%p", static_cast<void*>(&a));
+  std::snprintf(b_name, sizeof(b_name), "stream=%p", static_cast<void*>(&b));
+  calls_of_run_on(&a);
+  std::string same = calls_of_run_on(&a);
+  EXPECT_NE(same.find(std::string("ctx0 ") + a_name), std::string::npos) << same;
+  EXPECT_EQ(before_launch(same).find("cuStreamSynchronize"), std::string::npos) << same;
+  std::string switched = calls_of_run_on(&b);
+  EXPECT_NE(before_launch(switched).find(std::string("cuStreamSynchronize ctx0 ") + a_name),
+            std::string::npos)
+      << switched;
+  EXPECT_NE(switched.find(std::string("ctx0 ") + b_name), std::string::npos) << switched;
 }
 
 TEST(DriverDouble, TwoDevicesLoadTheModuleIntoEachContext) {

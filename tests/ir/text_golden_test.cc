@@ -159,6 +159,20 @@ Graph build_one(OpKind kind) {
     case OpKind::kCumsum:
       out = b.op(kind, {x}, {{"dim", int64_t{0}}, {"dtype", DType::kF64}});
       break;
+    case OpKind::kExpertOffsets:
+    case OpKind::kExpertOrder:
+      out = b.op(kind, {b.input(DType::kI64, {s, 2})}, {{"num_experts", int64_t{4}}});
+      break;
+    case OpKind::kGroupedMm: {
+      ValueId offs = b.input(DType::kI32, {4});
+      std::vector<ValueId> in{x, offs};
+      for (int e = 0; e < 4; ++e) in.push_back(b.input(DType::kF32, {8, 5}));  // [K, N] each
+      out = b.op(kind, in, {{"w_layout", int64_t{1}}});
+      break;
+    }
+    case OpKind::kGroupedMmWgrad:
+      out = b.op(kind, {b.input(DType::kF32, {s, 3}), x, b.input(DType::kI32, {4})});
+      break;
     case OpKind::kSymConstant:
       out = b.op(kind, {}, {{"dtype", DType::kF16}, {"value", std::vector<SymExpr>{3 * s - 1}}});
       break;

@@ -34,5 +34,7 @@ inline Graph one_op(OpKind op, const std::vector<std::pair<DType, Dims>>& ins, A
 void add_structural_cases(std::vector<OpCase>& cases);
 // cumsum, index_copy, gather, scatter, sym_constant and sinc at 0 (ops_cases_thunder_coverage.cc).
 void add_thunder_coverage_cases(std::vector<OpCase>& cases);
+// expert_offsets, expert_order, grouped_mm and grouped_mm_wgrad (ops_cases_grouped.cc).
+void add_grouped_cases(std::vector<OpCase>& cases);
 
 }  // namespace dg::testing

@@ -239,6 +239,7 @@ std::vector<OpCase> all_cases() {
   add_create_cast_cases(cases);
   add_structural_cases(cases);
   add_thunder_coverage_cases(cases);
+  add_grouped_cases(cases);
   return cases;
 }
 

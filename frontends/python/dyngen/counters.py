@@ -105,6 +105,28 @@ def note_executor(name: str) -> None:
             _executors.append(name)
 
 
+# The MoE blocks dyngen.thunderfx.compile met (moe/adapters.py), by module name: the route each
+# takes ("grouped", or "loop" with the reason). Not a counter either: reset_stats() keeps it.
+_moe_blocks: dict = {}
+
+
+def note_moe_block(name: str, cls: str, why_not: str) -> None:
+    """Block `name` (class `cls`) runs grouped experts when `why_not` is "", else its own loop."""
+    with _lock:
+        _moe_blocks[name] = {"class": cls, "route": "loop" if why_not else "grouped"}
+        if why_not:
+            _moe_blocks[name]["reason"] = why_not
+
+
+# The process-wide shims in place (shims.py), by name; kept by reset_stats() like _moe_blocks.
+_shims: list = []
+
+
+def note_shims(names) -> None:
+    with _lock:
+        _shims[:] = list(names)
+
+
 def register_thunder_compiler(tc) -> None:
     _thunder_compilers[tc] = 0
 
@@ -134,6 +156,8 @@ def snapshot() -> tuple[dict, str]:
             k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
             for k, v in _c.__dict__.items()
         }
+        d["moe_blocks"] = {k: dict(v) for k, v in _moe_blocks.items()}
+        d["shims"] = list(_shims)
         return d, "+".join(sorted(_executors))
 
 

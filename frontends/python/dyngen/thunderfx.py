@@ -33,6 +33,12 @@ sizes are a special case of symbolic ones), with a warning naming Thunder's fail
 dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback);
 either way the training step goes on.
 
+Note [Graphs holding dyngen ops]
+A Dynamo graph holding a `torch.ops.dyngen.*` primitive (the grouped experts of moe/, Note [MoE
+block adapters]) goes to dyngen whether its shapes are static or symbolic: dyngen imports each
+primitive as the IR op of the same name, while Thunder would trace into the op's eager body and
+fall back to eager at its host reads (`nonzero`, `.tolist()`).
+
 Note [Dynamo restarts]
 Two exceptions out of compile_dynamic are not failures and must reach their callers: FallbackError
 (DYNGEN_STRICT=1, Note [No silent fallbacks]) and Dynamo's RestartAnalysis. Under dynamic=True a
@@ -49,7 +55,7 @@ from thunder.dynamo import ThunderCompiler, ThunderFXCompiledObject
 from torch._dynamo.exc import RestartAnalysis
 from torch.utils import _pytree as pytree
 
-from . import graph_check
+from . import graph_check, shims
 from .aot import compile_dynamic
 from .counters import (
     bump,
@@ -61,6 +67,7 @@ from .counters import (
 from .errors import FallbackError
 from .executors.cache import check_archs
 from .fx.values import meta_val
+from .moe.adapters import GroupedRoute
 from .options import log
 
 
@@ -79,6 +86,19 @@ def is_dynamic(example_inputs, gm: torch.fx.GraphModule | None = None) -> bool:
     if gm is None:
         return False
     return any(_symbolic(v) for n in gm.graph.nodes for v in pytree.tree_flatten(meta_val(n))[0])
+
+
+def holds_dyngen_op(gm: torch.fx.GraphModule) -> bool:
+    """Note [Graphs holding dyngen ops]."""
+    for n in gm.graph.nodes:
+        t = n.target
+        if n.op == "call_function" and isinstance(
+            t, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+        ):
+            packet = t.overloadpacket if isinstance(t, torch._ops.OpOverload) else t
+            if packet._qualified_op_name.startswith("dyngen::"):
+                return True
+    return False
 
 
 def _call_nodes(gm) -> int:
@@ -108,6 +128,8 @@ class DyngenCompiler(ThunderCompiler):
         bump("backend_calls")
         if is_dynamic(sample_args, gm):
             fn = self._dyngen(gm, sample_args, name)
+        elif holds_dyngen_op(gm):  # Note [Graphs holding dyngen ops]
+            fn = self._dyngen(gm, sample_args, name, reason="holds dyngen ops")
         else:
             fn = self._thunder(gm, sample_args, name, **compile_options)
         return graph_check.wrap(name, gm, fn)  # Note [Checking graphs against eager]
@@ -122,9 +144,9 @@ class DyngenCompiler(ThunderCompiler):
             prebuild_archs=self.prebuild_archs,
         )
 
-    def _dyngen(self, gm, sample_args, name):
+    def _dyngen(self, gm, sample_args, name, reason="symbolic shapes"):
         bump("dynamic_graphs")
-        rec = {"graph": name, "kind": "dyngen", "reason": "symbolic shapes", "parts": []}
+        rec = {"graph": name, "kind": "dyngen", "reason": reason, "parts": []}
         self.graphs.append(rec)
         try:
             fn = self._compile_dynamic(gm, sample_args, rec)
@@ -140,7 +162,7 @@ class DyngenCompiler(ThunderCompiler):
             count_where("eager", eager=_call_nodes(gm))
             rec.update(kind="eager", reason=reason)
             return gm.forward
-        log.info("%s: symbolic shapes, given to dyngen through AOTAutograd", name)
+        log.info("%s: %s, given to dyngen through AOTAutograd", name, reason)
         return fn
 
     def _thunder(self, gm, sample_args, name, **compile_options):
@@ -254,12 +276,22 @@ class Compiled(ThunderFXCompiledObject):
         return getattr(self._func, name)
 
 
-def compile(fn, /, **options) -> Compiled:  # noqa: A001 - mirrors torch.compile / thunderfx
+def compile(fn, /, *, moe: str = "grouped", **options) -> Compiled:  # noqa: A001 - as thunderfx
     """`thunder.dynamo.thunderfx` with dyngen: torch.compile options (dynamic=, fullgraph=, ...)
-    go to torch.compile, the rest to thunder.jit for the static graphs."""
+    go to torch.compile, the rest to thunder.jit for the static graphs. `moe="grouped"` (the
+    default) switches the MoE blocks of a model it recognizes to grouped experts (Note [MoE block
+    adapters]; `.moe_route.undo()` switches them back), `moe="loop"` keeps the models' expert
+    loops; `dyngen.stats()["moe_blocks"]` says which route each block takes and why."""
     from thunder.dynamo.utils import get_torch_compile_kwargs
+
+    if moe not in ("grouped", "loop"):
+        raise ValueError(f"moe must be 'grouped' or 'loop', got {moe!r}")
+    route = GroupedRoute(fn, enabled=moe == "grouped") if isinstance(fn, torch.nn.Module) else None
+    shims.install()  # Note [SDPA is_causal under dynamic shapes]
 
     compile_kwargs = get_torch_compile_kwargs(**options)
     thunder_kwargs = {k: v for k, v in options.items() if k not in compile_kwargs}
     b = DyngenCompiler(**thunder_kwargs)
-    return Compiled(b, torch.compile(fn, backend=b, **compile_kwargs))
+    compiled = Compiled(b, torch.compile(fn, backend=b, **compile_kwargs))
+    compiled.moe_route = route
+    return compiled

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ..core.ir import Graph, Node
 from ..core.ops import DType
 from ..errors import LaunchError
+from . import aten_grouped
 from .graph_runner import GraphRunner
 
 
@@ -177,6 +178,15 @@ _EVALUATORS = {
     ),
     "gather": lambda xs, a, bind, device: torch.gather(xs[0], a["dim"], xs[1].long()),
     "scatter": lambda xs, a, bind, device: torch.scatter(xs[0], a["dim"], xs[1].long(), xs[2]),
+    # Grouped experts (aten_grouped.py): offsets read on the host, a loop over the experts.
+    "expert_offsets": lambda xs, a, bind, device: aten_grouped.expert_offsets(
+        xs[0], a["num_experts"]
+    ),
+    "expert_order": lambda xs, a, bind, device: aten_grouped.expert_order(xs[0], a["num_experts"]),
+    "grouped_mm": lambda xs, a, bind, device: aten_grouped.grouped_mm(
+        xs[0], xs[1], xs[2:], a["w_layout"] == 0
+    ),
+    "grouped_mm_wgrad": lambda xs, a, bind, device: aten_grouped.grouped_mm_wgrad(*xs),
 }
 EVALUATED_OPS = frozenset(_EVALUATORS)
 

@@ -1,0 +1,225 @@
+// grouped_mm and grouped_mm_wgrad (Note [Grouped experts ops] in ir/shape_infer_grouped.cc)
+// under the host emulation against the reference evaluator: both weight forms (one fused [E, ...]
+// parameter, E separate ones), both layouts, bf16 (tensor cores, and the scalar tile for a ragged
+// K) and f32, OLMoE's, Phi's and DBRX's E/k, token counts around the tiles, routings with empty
+// experts and with every row on one expert; the same bits under the emulation's adversarial
+// schedules; rows past the last offset are zeros and bad offsets are an error; the generated
+// kernels compile for sm_80 and sm_90a without spills.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "codegen/emit_cuda.h"
+#include "ir/graph.h"
+#include "passes/pipeline.h"
+#include "runtime/compiler.h"
+#include "runtime/emu/device_headers.h"
+#include "runtime/host_run.h"
+#include "runtime/nvrtc_compiler.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/temp_dir.h"
+#include "tests/common/token_sweep.h"
+
+namespace dg {
+namespace {
+
+struct GroupedCase {
+  std::string name;
+  int64_t experts, top_k;
+  DType dtype;
+  bool fused, kn;
+  int64_t N, K;
+  std::vector<int64_t> tokens;
+};
+
+void PrintTo(const GroupedCase& c, std::ostream* os) { *os << c.name; }
+
+// Routes t tokens x k slots, then out = grouped_mm(a, offs, weights) and
+// dw = grouped_mm_wgrad(g, a, offs) over the k * t routed rows.
+Graph grouped_graph(const GroupedCase& c) {
+  GraphBuilder b(c.name);
+  SymExpr t = b.symbol("t", 1);
+  ValueId idx = b.input(DType::kI64, {t, c.top_k});
+  ValueId offs = b.op(OpKind::kExpertOffsets, {idx}, {{"num_experts", c.experts}});
+  ValueId a = b.input(c.dtype, {c.top_k * t, c.K});
+  std::vector<ValueId> in{a, offs};
+  const std::vector<SymExpr> one =
+      c.kn ? std::vector<SymExpr>{c.K, c.N} : std::vector<SymExpr>{c.N, c.K};
+  if (c.fused) {
+    in.push_back(b.input(c.dtype, {c.experts, one[0], one[1]}));
+  } else {
+    for (int64_t e = 0; e < c.experts; ++e) in.push_back(b.input(c.dtype, one));
+  }
+  b.output(b.op(OpKind::kGroupedMm, in, {{"w_layout", int64_t{c.kn ? 1 : 0}}}));
+  ValueId g = b.input(c.dtype, {c.top_k * t, c.N});
+  b.output(b.op(OpKind::kGroupedMmWgrad, {g, a, offs}));
+  return b.finish();
+}
+
+// Routings of the same tokens: random over all experts; every row on expert E - 1; two experts
+// only (0 and E / 2, every other one empty).
+enum class Routing { kRandom, kOneExpert, kTwoExperts };
+
+void route(HostTensor& idx, Routing r, int64_t experts) {
+  for (int64_t p = 0; p < idx.numel(); ++p) {
+    if (r == Routing::kOneExpert) idx.set_int(p, experts - 1);
+    if (r == Routing::kTwoExperts) idx.set_int(p, p % 3 == 0 ? experts / 2 : 0);
+  }
+}
+
+// Sets the emulation's adversarial modes for its lifetime (Note [Adversarial emulation]).
+class AdversarialEmulation {
+ public:
+  AdversarialEmulation() {
+    for (const auto& [name, value] : kModes) {
+      if (const char* old = std::getenv(name)) saved_[name] = old;
+      setenv(name, value, 1);
+    }
+  }
+  ~AdversarialEmulation() {
+    for (const auto& [name, value] : kModes) {
+      auto it = saved_.find(name);
+      if (it == saved_.end())
+        unsetenv(name);
+      else
+        setenv(name, it->second.c_str(), 1);
+    }
+  }
+
+ private:
+  static constexpr const char* kModes[][2] = {{"DYNGEN_EMU_THREADS", "4"},
+                                              {"DYNGEN_EMU_SCHED", "random"},
+                                              {"DYNGEN_EMU_ASYNC", "random"},
+                                              {"DYNGEN_EMU_SEED", "3"}};
+  std::map<std::string, std::string> saved_;
+};
+
+class GroupedMmNumerics : public ::testing::TestWithParam<GroupedCase> {};
+
+TEST_P(GroupedMmNumerics, MatchesTheReferenceForEveryRoutingAndTokenCount) {
+  const GroupedCase& c = GetParam();
+  const Graph g = grouped_graph(c);
+  auto exe = testing::compile_for_host(g);
+  ASSERT_TRUE(exe);
+  for (int64_t t : c.tokens) {
+    for (Routing r : {Routing::kRandom, Routing::kOneExpert, Routing::kTwoExperts}) {
+      SCOPED_TRACE("t=" + std::to_string(t) + " routing " + std::to_string(static_cast<int>(r)));
+      auto inputs = make_random_inputs(g, {{"t", t}}, 40 + t);
+      ASSERT_TRUE(inputs.ok()) << inputs.message();
+      route(inputs.value()[0], r, c.experts);
+      auto checks = check_against_reference(g, *exe, inputs.value());
+      ASSERT_TRUE(checks.ok()) << checks.message();
+      for (const OutputCheck& check : checks.value()) EXPECT_TRUE(check.ok) << check.message;
+    }
+  }
+  // The adversarial schedules give the same bits (no float atomics, fixed orders).
+  const int64_t t = c.tokens.back();
+  auto inputs = make_random_inputs(g, {{"t", t}}, 7);
+  ASSERT_TRUE(inputs.ok());
+  auto plain = run_on_host(*exe, inputs.value());
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  AdversarialEmulation adversarial;
+  auto shuffled = run_on_host(*exe, inputs.value());
+  ASSERT_TRUE(shuffled.ok()) << shuffled.message();
+  for (size_t o = 0; o < plain.value().size(); ++o)
+    EXPECT_EQ(plain.value()[o].bytes, shuffled.value()[o].bytes) << "output " << o;
+}
+
+// Token counts put R = k * t below, at and past the 64-row tiles.
+INSTANTIATE_TEST_SUITE_P(
+    Experts, GroupedMmNumerics,
+    ::testing::Values(
+        GroupedCase{
+            "olmoe_64x8_bf16_fused_nk", 64, 8, DType::kBF16, true, false, 48, 32, {1, 8, 9, 33}},
+        GroupedCase{
+            "olmoe_64x8_bf16_separate_kn", 64, 8, DType::kBF16, false, true, 40, 24, {1, 17}},
+        GroupedCase{
+            "phi_16x2_bf16_separate_nk", 16, 2, DType::kBF16, false, false, 136, 40, {1, 32, 97}},
+        GroupedCase{
+            "dbrx_16x4_bf16_fused_kn", 16, 4, DType::kBF16, true, true, 72, 48, {1, 16, 50}},
+        GroupedCase{"dbrx_16x4_f32_fused_nk", 16, 4, DType::kF32, true, false, 70, 20, {1, 50}},
+        GroupedCase{"lora_16x2_f32_separate_kn", 16, 2, DType::kF32, false, true, 16, 36, {1, 97}},
+        GroupedCase{"ragged_k_bf16_fused_nk", 16, 4, DType::kBF16, true, false, 33, 20, {1, 29}}),
+    [](const auto& info) { return info.param.name; });
+
+// Offsets handed in directly: rows past offs[E-1] are zeros; offsets that no routing gives
+// (decreasing, past R) end the launch with a message, nothing read or written out of bounds.
+TEST(GroupedMmOffsets, RowsPastTheLastOffsetAreZeroAndBadOffsetsAreAnError) {
+  GraphBuilder b("offsets");
+  SymExpr r = b.symbol("r", 1);
+  ValueId a = b.input(DType::kBF16, {r, 16});
+  ValueId offs = b.input(DType::kI32, {3});
+  ValueId w = b.input(DType::kBF16, {3, 8, 16});
+  b.output(b.op(OpKind::kGroupedMm, {a, offs, w}, {{"w_layout", int64_t{0}}}));
+  ValueId g = b.input(DType::kBF16, {r, 8});
+  b.output(b.op(OpKind::kGroupedMmWgrad, {g, a, offs}));
+  const Graph graph = b.finish();
+  auto exe = testing::compile_for_host(graph);
+  ASSERT_TRUE(exe);
+  auto inputs = make_random_inputs(graph, {{"r", 70}}, 5);
+  ASSERT_TRUE(inputs.ok());
+  inputs.value()[1] = make_tensor(DType::kI32, {3}, {0, 20, 65});  // expert 0 empty, 5 rows past
+  auto checks = check_against_reference(graph, *exe, inputs.value());
+  ASSERT_TRUE(checks.ok()) << checks.message();
+  for (const OutputCheck& check : checks.value()) EXPECT_TRUE(check.ok) << check.message;
+  auto out = run_on_host(*exe, inputs.value());
+  ASSERT_TRUE(out.ok());
+  for (int64_t i = 65 * 8; i < 70 * 8; ++i) EXPECT_EQ(out.value()[0].get(i), 0.0) << i;
+
+  for (const std::vector<double>& bad : {std::vector<double>{0, 30, 20}, {0, 20, 71}}) {
+    inputs.value()[1] = make_tensor(DType::kI32, {3}, bad);
+    auto failed = run_on_host(*exe, inputs.value());
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.message().find("is not a non-decreasing offset within [0, 70]"),
+              std::string::npos)
+        << failed.message();
+  }
+}
+
+// ptxas -v: "N bytes spill stores, M bytes spill loads" per kernel; the nonzero ones.
+std::string spills(const std::string& log, int* kernels) {
+  std::string bad, current;
+  std::istringstream lines(log);
+  std::regex entry(R"(entry function '([^']+)')"),
+      spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  *kernels = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry)) current = m[1], ++*kernels;
+    if (std::regex_search(line, m, spill) && (m[1] != "0" || m[2] != "0"))
+      bad += current + ": " + m[1].str() + "/" + m[2].str() + " bytes spilled\n";
+  }
+  return bad;
+}
+
+class GroupedSpills : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
+  std::vector<CudaHeader> headers;
+  for (const EmbeddedFile& f : device_headers())
+    headers.push_back({std::string(f.name), std::string(f.content)});
+  std::vector<Graph> graphs{testing::load_fixture("olmoe_grouped_moe_layer.dgir"),
+                            grouped_graph({"f32", 16, 2, DType::kF32, false, true, 16, 36, {}}),
+                            grouped_graph({"ragged", 16, 4, DType::kBF16, true, false, 33, 20, {}}),
+                            grouped_graph({"kn", 16, 4, DType::kBF16, true, true, 72, 48, {}})};
+  for (const Graph& g : graphs) {
+    KernelPlan plan = emit_cuda(run_pipeline(g));
+    CompileOptions opts;
+    opts.arch = GetParam();
+    opts.extra_options = {"--ptxas-options=-v"};
+    auto compiled = nvrtc_compile(plan.source, headers, opts);
+    ASSERT_TRUE(compiled.ok()) << g.name << ": " << compiled.message();
+    int kernels = 0;
+    EXPECT_EQ(spills(compiled->log, &kernels), "") << g.name;
+    EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << g.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, GroupedSpills, ::testing::Values("sm_80", "sm_90a"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dg
