@@ -18,7 +18,8 @@ Note [Replayed dry runs]
 A dry run (`dg_launch_dry_run`) does the whole call path but launches nothing, so its outputs are
 unwritten; fed on, they would change the routing (zeroed hidden states make every token pick the
 same experts, and the per-expert route then makes a fraction of its real graph calls). So each
-dyngen route runs its timed steps twice from the same state: first for real (the C executor,
+dyngen route runs its timed steps twice from the same state (the model, the optimizer and the random
+generator, which the routers' jitter draws from): first for real (the C executor,
 emulated kernels), recording every graph call's outputs; then, from the saved model and optimizer
 state, as dry runs whose outputs are copied in from the record. The trajectory is then the real
 one (the replayed losses must equal the recorded ones, checked), and the copies' own time is
@@ -186,12 +187,15 @@ def run_route(args, route: str) -> dict:
     fn = dyngen.thunderfx.compile(model, moe=route)
     parts = make_step(fn, model, opt, ids)
     timed_steps(*parts, args.warmup)
+    # the generator too: the routers' jitter (DBRX, PhiMoE) must draw the same numbers again
     saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()))
+    rng = torch.get_rng_state()
     replay.mode = "record"
     recorded = [r[2] for r in timed_steps(*parts, args.steps)]
     recorded.append(profile_counts(*parts)[1])
     model.load_state_dict(saved[0])
     opt.load_state_dict(saved[1])
+    torch.set_rng_state(rng)
     replay.mode, replay.calls, copies = "replay", 0, []
     rows = []
     for _ in range(args.steps):

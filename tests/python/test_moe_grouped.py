@@ -162,7 +162,7 @@ def profile_step(compiled, x, seed) -> dict:
 def test_grouped_moe_block_trains_as_eager(fresh, reference_executor, name):
     torch._dynamo.utils.counters.clear()
     model, eager = build(name)
-    compiled = dyngen.thunderfx.compile(model)  # moe="grouped" is the default
+    compiled = dyngen.thunderfx.compile(model, moe="grouped")
     top_k = bench_models.expert_shape(model.base_model.model.config)[3]
     tied: set = set()
     record_ties(eager, top_k, tied)

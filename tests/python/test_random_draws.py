@@ -77,3 +77,25 @@ def test_a_value_dependent_draw_is_not_hoisted_and_is_reported(fresh):
     assert s["ops_where"]["rng"] == 0
     reasons = " ".join(fb["reason"] for fb in s["fallbacks"])
     assert "bernoulli" in reasons, reasons
+
+
+def _jitter_then_attention(x):
+    """DBRX's router jitter beside an attention: CPU SDPA lowers to an ATen op tagged as seeded
+    (for its dropout), called here with dropout_p = 0, so it draws nothing."""
+    q = x * torch.empty_like(x).uniform_(0.99, 1.01)
+    return torch.nn.functional.scaled_dot_product_attention(
+        q[None, None], x[None, None], x[None, None], is_causal=True, scale=0.35
+    )[0, 0]
+
+
+def test_attention_without_dropout_does_not_block_the_hoist(fresh):
+    compiled = torch.compile(_jitter_then_attention, backend=dyngen.aot.backend, dynamic=True)
+    for n in (3, 6):
+        x = torch.randn(n, 8)
+        torch.manual_seed(5)
+        got = compiled(x)
+        torch.manual_seed(5)
+        torch.testing.assert_close(got, _jitter_then_attention(x), msg=lambda m: f"n={n}: {m}")
+    s = dyngen.stats()
+    assert s["fallbacks"] == [], s["fallbacks"]
+    assert s["ops_where"]["rng"] == 1 and s["ops_where"]["aten"] == 0, s["ops_where"]

@@ -60,7 +60,20 @@ def _is_draw(n: torch.fx.Node) -> bool:
         n.op == "call_function"
         and isinstance(t, torch._ops.OpOverload)
         and torch.Tag.nondeterministic_seeded in t.tags
+        and not _no_dropout(n)
     )
+
+
+def _no_dropout(n: torch.fx.Node) -> bool:
+    """An op tagged as seeded only for its dropout (the attention kernels, such as
+    `_scaled_dot_product_flash_attention_for_cpu`), called with dropout_p == 0: it draws nothing,
+    so it neither moves the generator's stream nor blocks the hoist of the real draws."""
+    names = [a.name for a in n.target._schema.arguments]
+    if "dropout_p" not in names:
+        return False
+    i = names.index("dropout_p")
+    p = n.args[i] if i < len(n.args) else n.kwargs.get("dropout_p", 0.0)
+    return isinstance(p, (int, float)) and p == 0
 
 
 def _shape_only(n: torch.fx.Node) -> bool:
