@@ -3,15 +3,12 @@
 // (BackwardPlan).
 #include <gtest/gtest.h>
 
-#include <regex>
-#include <set>
-#include <sstream>
-
 #include "codegen/emit_cuda.h"
 #include "ir/text_format.h"
 #include "passes/pipeline.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/ptxas_report.h"
 #include "tests/common/fixtures.h"
 
 namespace dg {
@@ -19,21 +16,16 @@ namespace {
 
 Graph load(const std::string& name) { return testing::load_fixture(name); }
 
-// ptxas -v prints, per kernel, "Compiling entry function 'NAME'" and then a line with
-// "N bytes spill stores, M bytes spill loads". Returns "kernel: N/M" for every nonzero one.
-std::string spills(const std::string& log, const std::set<std::string>& exempt, int* kernels) {
-  std::string bad, current;
-  std::istringstream lines(log);
-  std::regex entry(R"(entry function '([^']+)')"),
-      spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
-  *kernels = 0;
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry)) current = m[1], ++*kernels;
-    if (exempt.count(current)) continue;
-    if (std::regex_search(line, m, spill) && (m[1] != "0" || m[2] != "0"))
-      bad += current + ": " + m[1].str() + "/" + m[2].str() + " bytes spilled\n";
-  }
+// ptxas -v's report (parse_ptxas_log): "kernel: N/M bytes spilled" for every kernel that spills,
+// and the number of kernels reported.
+std::string spills(const std::string& log, int* kernels) {
+  std::string bad;
+  std::vector<KernelResources> report = parse_ptxas_log(log);
+  *kernels = static_cast<int>(report.size());
+  for (const KernelResources& k : report)
+    if (k.spill_store_bytes || k.spill_load_bytes)
+      bad += k.name + ": " + std::to_string(k.spill_store_bytes) + "/" +
+             std::to_string(k.spill_load_bytes) + " bytes spilled\n";
   return bad;
 }
 
@@ -74,7 +66,7 @@ TEST_P(BackwardSpills, EveryKernelCompilesWithoutSpills) {
     auto compiled = nvrtc_compile(plan.source, headers, opts);
     ASSERT_TRUE(compiled.ok()) << fixture << ": " << compiled.message();
     int kernels = 0;
-    EXPECT_EQ(spills(compiled->log, {}, &kernels), "") << fixture;
+    EXPECT_EQ(spills(compiled->log, &kernels), "") << fixture;
     if (std::string(fixture).find("seed") == 0) {  // the seed's six weight gradients: one group
       EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
     }

@@ -9,8 +9,6 @@
 
 #include <cstdlib>
 #include <map>
-#include <regex>
-#include <sstream>
 
 #include "codegen/emit_cuda.h"
 #include "ir/graph.h"
@@ -19,6 +17,7 @@
 #include "runtime/emu/device_headers.h"
 #include "runtime/host_run.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/ptxas_report.h"
 #include "tests/common/fixtures.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/token_sweep.h"
@@ -179,19 +178,16 @@ TEST(GroupedMmOffsets, RowsPastTheLastOffsetAreZeroAndBadOffsetsAreAnError) {
   }
 }
 
-// ptxas -v: "N bytes spill stores, M bytes spill loads" per kernel; the nonzero ones.
+// ptxas -v's report (parse_ptxas_log): "kernel: N/M bytes spilled" for every kernel that spills,
+// and the number of kernels reported.
 std::string spills(const std::string& log, int* kernels) {
-  std::string bad, current;
-  std::istringstream lines(log);
-  std::regex entry(R"(entry function '([^']+)')"),
-      spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
-  *kernels = 0;
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry)) current = m[1], ++*kernels;
-    if (std::regex_search(line, m, spill) && (m[1] != "0" || m[2] != "0"))
-      bad += current + ": " + m[1].str() + "/" + m[2].str() + " bytes spilled\n";
-  }
+  std::string bad;
+  std::vector<KernelResources> report = parse_ptxas_log(log);
+  *kernels = static_cast<int>(report.size());
+  for (const KernelResources& k : report)
+    if (k.spill_store_bytes || k.spill_load_bytes)
+      bad += k.name + ": " + std::to_string(k.spill_store_bytes) + "/" +
+             std::to_string(k.spill_load_bytes) + " bytes spilled\n";
   return bad;
 }
 

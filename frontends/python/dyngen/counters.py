@@ -40,7 +40,9 @@ class _Counters:
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
     exported_graphs: int = 0  # FX graphs exported to the IR (forward and backward count apart)
-    dynamic_graphs: int = 0  # Dynamo graphs with symbolic shapes given to dyngen
+    # Dynamo graphs given to dyngen: symbolic shapes, or static ones holding dyngen ops
+    # (Note [Graphs holding dyngen ops])
+    dynamic_graphs: int = 0
     static_graphs: int = 0  # Dynamo graphs with static shapes given to Thunder
     backend_calls: int = 0  # every Dynamo graph the backend saw (= Dynamo compiles)
     prebuild_compiled: int = 0  # binaries compiled for DYNGEN_PREBUILD_ARCHS (executors/cache.py)
