@@ -2,7 +2,7 @@
 the kernel launches made dry runs.
 
     .venv/bin/python bench/python/host_path.py [--model olmoe] [--layers 1] [--seq 128]
-        [--steps 5] [--routes eager,loop,grouped] [--json out.json]
+        [--steps 5] [--routes eager,loop,grouped] [--json out.json] [--cprofile FILE]
 
 One training step of a tiny bench/moe_peft model (random weights, PEFT LoRA as the seed places
 it): forward, causal-LM loss, backward, AdamW on the adapters. On the CPU with tiny sizes the
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import cProfile
 import json
 import statistics
 import subprocess
@@ -198,10 +199,17 @@ def run_route(args, route: str) -> dict:
     torch.set_rng_state(rng)
     replay.mode, replay.calls, copies = "replay", 0, []
     rows = []
+    profiler = cProfile.Profile() if args.cprofile else None
     for _ in range(args.steps):
         c0 = replay.copy_ns
+        if profiler:
+            profiler.enable()
         rows += timed_steps(*parts, 1)
+        if profiler:
+            profiler.disable()
         copies.append((replay.copy_ns - c0) / 1e6)
+    if profiler:  # where the host time of the replayed steps goes, for `python -m pstats`
+        profiler.dump_stats(f"{args.cprofile}.{route}")
     calls_per_step = replay.calls / args.steps
     counts, last = profile_counts(*parts)
     losses = [r[2] for r in rows] + [last]
@@ -240,6 +248,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--routes", default=",".join(ROUTES))
     ap.add_argument("--json", default="")
+    ap.add_argument("--cprofile", default="", help="cProfile the replayed steps to FILE.<route>")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

@@ -6,7 +6,7 @@ side by side eagerly and compiled, each rank a different sequence length every s
 
 Environment: FSDP_BACKEND = eager | aot_eager | dyngen | dyngen_dynamic | thunderfx (stock);
 FSDP_MODEL (a bench/moe_peft/moe_configs.json name, default OLMoE); FSDP_STEPS (8);
-FSDP_PARALLEL = fsdp2 (default) | ddp;
+FSDP_PARALLEL = fsdp2 (default) | ddp; FSDP_MOE = grouped | loop (dyngen's MoE route);
 FSDP_RESULT_DIR (where rank<N>.json goes); FSDP_CHECK_GRAPHS=1 also checks every Dynamo graph
 against eager on its calls (dyngen.graph_check, Note [Checking graphs against eager]).
 
@@ -18,6 +18,7 @@ Dynamo graph went.
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -47,6 +48,8 @@ LENGTHS = {0: [24, 32, 40, 28, 36, 22, 44, 30], 1: [36, 20, 30, 44, 26, 40, 24, 
 
 RESHARD = os.environ.get("FSDP_RESHARD", "1") == "1"  # debugging: 0 keeps parameters unsharded
 PARALLEL = os.environ.get("FSDP_PARALLEL", "fsdp2")
+# dyngen's MoE route (dyngen.thunderfx.compile's moe=, its default when unset)
+MOE = {"moe": os.environ["FSDP_MOE"]} if os.environ.get("FSDP_MOE") else {}
 
 
 def setup_fsdp2(model, mesh):
@@ -75,7 +78,7 @@ def compile_model(model):
     import dyngen.thunderfx
 
     c = dyngen.thunderfx.compile(
-        model, **({"dynamic": True} if BACKEND == "dyngen_dynamic" else {})
+        model, **MOE, **({"dynamic": True} if BACKEND == "dyngen_dynamic" else {})
     )
     return c, c.backend
 
@@ -124,21 +127,35 @@ def build():
 # A router picks each token's top-k experts; two backends whose bf16 kernels round apart by an ulp
 # (Thunder's and eager's silu backward or SDPA) can pick a different k-th expert for a token near a
 # tie. That expert's LoRA gradient then gains or loses a whole token: tens of percent for an expert
-# with three tokens, though nothing is wrong. The first step records every router's choice in both
-# models; the per-tensor gradient check leaves out the experts of tokens routed apart (on any rank)
-# and reports how many there were.
+# with three tokens, though nothing is wrong. Exact ties are common too: a bf16 router gives several
+# experts the same logit, and which of them takes the last of the k places is each top-k's own
+# choice (dyngen's keeps the lower index, Note [Top-k ties]; PyTorch's CPU top-k leaves them as its
+# partial sort does), so the same logits can route a token apart. The first step records every
+# router's choice in both models, and the experts tied for the k-th place; the per-tensor gradient
+# check leaves out the experts of tokens routed apart or tied at the k-th place (on any rank), and
+# the router itself when any of its tokens is (its gradient goes to the logits of the experts
+# chosen), and reports how many experts there were.
 CONFIG = models.make_config(MODEL, "tiny", 1)
 TOP_K = models.expert_shape(CONFIG)[3]
 ROUTERS = ("mlp.gate", "router.layer")
 
 
 def record_routes(model, into: list):
-    @torch._dynamo.disable
-    def hook(module, args, out):
-        into.append(out.detach().float().topk(TOP_K, dim=-1).indices.sort(dim=-1).values)
+    def hook_for(name: str):
+        @torch._dynamo.disable
+        def hook(module, args, out):
+            x = out.detach().float().reshape(-1, out.shape[-1])
+            top = x.topk(TOP_K + 1, dim=-1).values
+            kth = top[:, TOP_K - 1 : TOP_K]
+            tied = (x == kth) & (top[:, TOP_K : TOP_K + 1] == kth)  # tied across the k-th place
+            into.append((name, x.topk(TOP_K, dim=-1).indices.sort(dim=-1).values, tied))
+
+        return hook
 
     return [
-        m.register_forward_hook(hook)
+        # The router's name from its layer on ("layers.0.mlp.gate.", "blocks.0.ffn.router.layer."),
+        # the same in every wrapper.
+        m.register_forward_hook(hook_for(n[re.search(r"(layers|blocks)\.", n).start() :] + "."))
         for n, m in model.named_modules()
         if n.endswith(ROUTERS) and hasattr(m, "base_layer")
     ]
@@ -146,11 +163,15 @@ def record_routes(model, into: list):
 
 def experts_routed_apart(a: list, b: list) -> list[str]:
     """ "layers.L.mlp.experts.E." of every expert some token chose in one model and not the
-    other (all ranks)."""
+    other, or tied for some token's k-th place in either, and the name of every router with such
+    a token (all ranks)."""
     apart = set()
-    for layer, (x, y) in enumerate(zip(a, b)):
-        for row_x, row_y in zip(x.reshape(-1, TOP_K).tolist(), y.reshape(-1, TOP_K).tolist()):
-            apart |= {f"layers.{layer}.mlp.experts.{e}." for e in set(row_x) ^ set(row_y)}
+    for layer, ((router, x, tied_x), (_, y, tied_y)) in enumerate(zip(a, b)):
+        experts = {e for rx, ry in zip(x.tolist(), y.tolist()) for e in set(rx) ^ set(ry)}
+        experts |= set((tied_x | tied_y).any(0).nonzero().flatten().tolist())
+        apart |= {f"layers.{layer}.mlp.experts.{e}." for e in experts}
+        if experts:
+            apart.add(router)
     everyone = [None] * world
     dist.all_gather_object(everyone, sorted(apart))
     return sorted(set().union(*everyone))

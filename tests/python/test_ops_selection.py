@@ -1,6 +1,7 @@
 """The selection ops MoE routers use (dyngen/fx/select_ops.py): gather, scatter with a value and
-with a tensor, scatter_add, max along a dim and topk, forward and backward through AOTAutograd for
-several symbolic sizes, against eager PyTorch: no fallback, nothing compiled after warm-up."""
+with a tensor, scatter_add, max along a dim, topk, and the triu/tril masks, forward and backward
+through AOTAutograd for several symbolic sizes, against eager PyTorch: no fallback, nothing
+compiled after warm-up."""
 
 import pytest
 import torch
@@ -35,6 +36,20 @@ def test_gather_scatter_and_scatter_add(fresh):
         ]
 
     _check(f, args)
+
+
+@pytest.mark.parametrize("diagonal", [0, 1, -2])
+def test_triu_and_tril_masks(fresh, diagonal):
+    """An eager attention's causal mask (triu of a full -inf matrix of symbolic size) and
+    tril/triu of a batch of rectangles, with their gradients."""
+
+    def square(x):
+        s = x.shape[-1]
+        mask = torch.full((s, s), float("-inf")).triu(diagonal)
+        return x.tril(diagonal) * 2 + x.triu(diagonal) + mask.exp()
+
+    _check(square, lambda n: [_x(2, n, n)(n)])
+    _check(lambda y: y.triu(diagonal) - y.tril(diagonal) * 3, lambda n: [_x(3, n, n + 2)(n)])
 
 
 def test_scatter_add_along_the_symbolic_dim(fresh):

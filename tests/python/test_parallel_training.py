@@ -58,10 +58,14 @@ def check(results: dict, model: str) -> None:
         # (silu's backward, SDPA: Note [Checking graphs against eager] finds them at 0.3-0.6%),
         # which can move a token near a tie to another expert: those experts are left out and
         # counted (Note [Routing flips] in fsdp2_lora.py).
-        # At most 8 of OLMoE's 64 experts (DDP measured 6, FSDP2 2; DBRX 0).
-        assert r["lora_tensors"] > 0 and len(r["experts_routed_apart"]) <= 8, r
+        # Ties at the k-th place count too, and the router of such a token. At most 12 of OLMoE's
+        # 64 experts (grouped route, DDP measured 8); nothing but experts and routers left out.
+        apart = r["experts_routed_apart"]
+        assert r["lora_tensors"] > 0 and sum(".experts." in n for n in apart) <= 12, r
         same = r["lora_grad_rel_same_routing"]
-        assert len(same) > r["lora_tensors"] * 0.85, (len(same), r["lora_tensors"])
+        left_out = set(r["lora_grad_rel"]) - set(same)
+        assert all(any(a in n for a in apart) for n in left_out), sorted(left_out)
+        assert any(".experts." not in n and n in same for n in r["lora_grad_rel"])
         worst = max(same.items(), key=lambda kv: kv[1])
         assert worst[1] < 3e-2, (rank, worst)
         assert r["lora_grad_rel_global"] < GLOBAL_GRAD_REL[model], (rank, r)

@@ -276,13 +276,13 @@ class Compiled(ThunderFXCompiledObject):
         return getattr(self._func, name)
 
 
-def compile(fn, /, *, moe: str = "loop", **options) -> Compiled:  # noqa: A001 - as thunderfx
+def compile(fn, /, *, moe: str = "grouped", **options) -> Compiled:  # noqa: A001 - as thunderfx
     """`thunder.dynamo.thunderfx` with dyngen: torch.compile options (dynamic=, fullgraph=, ...)
-    go to torch.compile, the rest to thunder.jit for the static graphs. `moe="grouped"` switches
-    the MoE blocks of a model it recognizes to grouped experts (Note [MoE block adapters];
-    `.moe_route.undo()` switches them back); `moe="loop"` (the default until the grouped route
-    trains as eager under DistributedDataParallel too) keeps the models' expert loops;
-    `dyngen.stats()["moe_blocks"]` says which route each block takes and why."""
+    go to torch.compile, the rest to thunder.jit for the static graphs. `moe="grouped"` (the
+    default) switches the MoE blocks of a model it recognizes to grouped experts (Note [MoE block
+    adapters]; `.moe_route.undo()` switches them back); `moe="loop"` keeps the models' expert
+    loops, for an A/B run; `dyngen.stats()["moe_blocks"]` says which route each block takes and
+    why."""
     from thunder.dynamo.utils import get_torch_compile_kwargs
 
     if moe not in ("grouped", "loop"):

@@ -19,10 +19,13 @@ of such aliases as an output of its own, so they do not occur in its graphs).
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import torch
 from torch.utils import _pytree as pytree
+
+_NESTED = (tuple, list, dict)
 
 
 class _NotAView(Exception):
@@ -94,10 +97,14 @@ def with_true_views(gm: torch.fx.GraphModule, fn):
 
     def run(*args):
         out = fn(*args)
-        leaves, spec = pytree.tree_flatten(out)
+        if type(out) in (tuple, list) and not any(type(v) in _NESTED for v in out):
+            leaves, rebuild = list(out), type(out)  # flat (AOTAutograd's graphs): no pytree walk
+        else:
+            leaves, spec = pytree.tree_flatten(out)
+            rebuild = functools.partial(pytree.tree_unflatten, treespec=spec)
         for i, v in zip(picked, replay(*args, *leaves)):
             leaves[i] = v
-        return pytree.tree_unflatten(leaves, spec)
+        return rebuild(leaves)
 
     run.views_replayed = picked
     return run

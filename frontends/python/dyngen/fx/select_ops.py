@@ -161,9 +161,19 @@ def max_(c, x, dim=None, keepdim=False):
     return _drop_dim(c, m, d, keepdim), _drop_dim(c, first, d, keepdim)
 
 
+# Note [Top-k ties]
+# Among equal values dyngen's top-k takes the lower index first, as a stable descending sort
+# would: the same answer on every executor and every call. PyTorch does not specify an order for
+# ties, and its CPU top-k leaves them as its partial sort happens to (experts 51, 57, 4 for three
+# equal router probabilities, where dyngen says 4, 51, 57). The values are the same; the indices
+# differ only within a run of equal values, so a tie across the k-th place can route a token to
+# another expert than eager's. A bf16 router makes such ties common (tiny OLMoE: a few tokens a
+# step). The training checks count the experts tied at the k-th place as routed apart:
+# Note [Routing flips] in tests/ddp/fsdp2_lora.py. PyTorch's order is not copied, as it documents
+# none to copy.
 def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's argument names
     """The k largest along `dim`, in descending order (also a valid answer for sorted=False);
-    ties keep the lower index first."""
+    ties keep the lower index first (Note [Top-k ties])."""
     if not largest:
         raise Unsupported("op topk with largest=False")
     if isinstance(k, SymExpr) and k.as_const() is not None:
@@ -195,7 +205,30 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
     return c.op("cat", values, {"dim": d}), c.op("cat", indices, {"dim": d})
 
 
+def _triangle(c, x, diagonal: int, upper: bool):
+    """x where column - row >= diagonal (triu) or <= diagonal (tril) over the last two dims, 0
+    elsewhere (an eager attention's causal mask)."""
+    x = c.tensor(x)
+    t = c.type(x)
+    if t.rank < 2:
+        raise Unsupported(f"op {'triu' if upper else 'tril'} on a {t.rank}-d tensor")
+    shape = list(t.shape)
+    above = c.op("sub", [_iota_along(c, shape, t.rank - 1), _iota_along(c, shape, t.rank - 2)])
+    keep = c.op("ge" if upper else "le", [above, c.const(int(diagonal))])
+    return c.op("where", [keep, x, c.const(0, t.dtype)])
+
+
+def triu(c, x, diagonal=0):
+    return _triangle(c, x, diagonal, upper=True)
+
+
+def tril(c, x, diagonal=0):
+    return _triangle(c, x, diagonal, upper=False)
+
+
 _TABLE = {
+    "triu": triu,
+    "tril": tril,
     "gather": gather,
     "scatter": scatter,
     "scatter_add": scatter_add,
