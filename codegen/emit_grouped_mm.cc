@@ -5,8 +5,11 @@
 // slice, or the e-th of E separate weight parameters (Note [Per-expert weight pointers]).
 // bf16 with K (and N for "kn" weights) a multiple of 8 runs the project's mma.sync main loop
 // (codegen/device/dg_gemm_sm80.cuh) with the segment's end as M; everything else (f32 LoRA
-// factors, f16, ragged dims) the scalar grouped tile. grouped_mm_wgrad: one block per (expert,
-// 64 x 64 tile of [N, K]) looping over its segment's rows in order: deterministic, no atomics.
+// factors, f16, ragged dims) the scalar grouped tile. On sm_90a a bf16 grouped_mm with N and K
+// multiples of 8, at least 64, runs the wgmma + TMA kernel of codegen/emit_grouped_wgmma.cc, and
+// the mma.sync kernel is its fallback (Note [Grouped wgmma tile]). grouped_mm_wgrad: one block per
+// (expert, 64 x 64 tile of [N, K]) looping over its segment's rows in order: deterministic, no
+// atomics.
 //
 // Note [Per-expert weight pointers]
 // With G = E separate weights (nn.Linear per expert) each weight is a kernel pointer parameter of
@@ -27,13 +30,7 @@ namespace {
 
 constexpr int kMaxWeightPointers = 256;
 
-struct GroupedMm {
-  const Node& node;
-  DType dtype;
-  int64_t experts;
-  bool fused, kn;
-  SymExpr R, N, K;
-};
+typedef GroupedMmShape GroupedMm;
 
 // Whether the tensor-core main loop takes the problem (its preconditions: bf16, K and, for a
 // [K, N] weight, N multiples of 8, so every row of every operand starts 16-byte aligned when the
@@ -72,7 +69,9 @@ std::string tc_body(const GroupedMm& p, const std::string& out, const std::strin
          out + "[row * N + col] = dg_convert<dg_bf16>(v);\n  });\n";
 }
 
-GroupedMm grouped_mm_of(const Graph& g, const Node& node) {
+}  // namespace
+
+GroupedMmShape grouped_mm_shape(const Graph& g, const Node& node) {
   const TensorType& a = g.tensor(node.inputs[0]);
   const TensorType& out = g.tensor(node.output);
   return {node,
@@ -85,14 +84,12 @@ GroupedMm grouped_mm_of(const Graph& g, const Node& node) {
           a.shape[1]};
 }
 
-}  // namespace
-
 bool grouped_mm_on_tensor_cores(const Graph& g, const Node& node) {
-  return node.op == OpKind::kGroupedMm && on_tensor_cores(grouped_mm_of(g, node));
+  return node.op == OpKind::kGroupedMm && on_tensor_cores(grouped_mm_shape(g, node));
 }
 
 void emit_grouped_mm(LoweringContext& ctx, const Node& node) {
-  const GroupedMm p = grouped_mm_of(ctx.graph(), node);
+  const GroupedMm p = grouped_mm_shape(ctx.graph(), node);
   if (!p.fused && p.experts > kMaxWeightPointers)
     throw std::invalid_argument("grouped_mm with " + std::to_string(p.experts) +
                                 " separate expert weights: at most " +
@@ -111,10 +108,21 @@ void emit_grouped_mm(LoweringContext& ctx, const Node& node) {
   const std::string weight = weight_pointer(p, params, ctx);
   KernelLaunch k;
   k.name = ctx.kernel_name("grouped_mm");
-  k.summary = "%" + std::to_string(node.output) + " = grouped_mm over " + E + " experts (" +
-              (p.fused ? "fused weight" : "per-expert weights") + ", " + (p.kn ? "kn" : "nk") +
-              "), N=" + p.N.to_string() + " K=" + p.K.to_string() + " " +
-              (tc ? tc_tag(t) + "]" : "[scalar 64x64 tile]") + ", worst-case grid over offsets";
+  // On sm_90a the wgmma kernel first, this one its fallback (Note [Grouped wgmma tile]).
+  const bool wgmma = grouped_mm_on_wgmma(p, ctx.options());
+  if (wgmma) {
+    emit_grouped_mm_wgmma(ctx, p, k.name);
+    k.name += "_fallback";
+    k.variant = 1;
+    k.fallback = true;
+  }
+  k.summary =
+      "%" + std::to_string(node.output) + " = grouped_mm over " + E + " experts (" +
+      (p.fused ? "fused weight" : "per-expert weights") + ", " + (p.kn ? "kn" : "nk") +
+      "), N=" + p.N.to_string() + " K=" + p.K.to_string() + " " +
+      (tc ? tc_tag(t) + "]" : "[scalar 64x64 tile]") + ", worst-case grid over offsets" +
+      (wgmma ? ", fallback for a call whose addresses or tensor maps the wgmma kernel refuses"
+             : "");
   k.grid = {ceildiv(p.R, SymExpr(t.bm)) + SymExpr(p.experts + 1), ceildiv(p.N, SymExpr(t.bn)),
             SymExpr(1)};
   k.block = {threads, 1, 1};

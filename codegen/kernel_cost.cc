@@ -50,8 +50,10 @@ NodeFlops node_flops(const Graph& g, const Node& node) {
       const TensorType& b = g.tensor(node.inputs[1]);  // offs, or x[R, K]
       f.flops = node.op == OpKind::kGroupedMm ? SymExpr(2) * a.shape[0] * out.shape[1] * a.shape[1]
                                               : SymExpr(2) * a.shape[0] * a.shape[1] * b.shape[1];
-      // Only grouped_mm's bf16 kernel runs on tensor cores; the weight gradient and the scalar
-      // grouped tile run on FMA (codegen/emit_grouped_mm.cc).
+      // Only grouped_mm's bf16 kernels run on tensor cores (mma.sync, or wgmma on sm_90a); the
+      // weight gradient and the scalar grouped tile run on FMA (codegen/emit_grouped_mm.cc). The
+      // FLOPs are the useful ones: the rows a tile multiplies past its segment's end (each
+      // expert's last row tile, on average half empty) are not counted.
       if (grouped_mm_on_tensor_cores(g, node)) f.tensor_flops = f.flops;
       return f;
     }

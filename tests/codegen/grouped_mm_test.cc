@@ -4,7 +4,7 @@
 // K) and f32, OLMoE's, Phi's and DBRX's E/k, token counts around the tiles, routings with empty
 // experts and with every row on one expert; the same bits under the emulation's adversarial
 // schedules; rows past the last offset are zeros and bad offsets are an error; the generated
-// kernels compile for sm_80 and sm_90a without spills.
+// kernels compile for sm_80 and sm_90a (wgmma, grouped_mm_sm90_test.cc) without spills.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,83 +18,13 @@
 #include "runtime/host_run.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/ptxas_report.h"
+#include "tests/codegen/grouped_cases.h"
 #include "tests/common/fixtures.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/token_sweep.h"
 
 namespace dg {
 namespace {
-
-struct GroupedCase {
-  std::string name;
-  int64_t experts, top_k;
-  DType dtype;
-  bool fused, kn;
-  int64_t N, K;
-  std::vector<int64_t> tokens;
-};
-
-void PrintTo(const GroupedCase& c, std::ostream* os) { *os << c.name; }
-
-// Routes t tokens x k slots, then out = grouped_mm(a, offs, weights) and
-// dw = grouped_mm_wgrad(g, a, offs) over the k * t routed rows.
-Graph grouped_graph(const GroupedCase& c) {
-  GraphBuilder b(c.name);
-  SymExpr t = b.symbol("t", 1);
-  ValueId idx = b.input(DType::kI64, {t, c.top_k});
-  ValueId offs = b.op(OpKind::kExpertOffsets, {idx}, {{"num_experts", c.experts}});
-  ValueId a = b.input(c.dtype, {c.top_k * t, c.K});
-  std::vector<ValueId> in{a, offs};
-  const std::vector<SymExpr> one =
-      c.kn ? std::vector<SymExpr>{c.K, c.N} : std::vector<SymExpr>{c.N, c.K};
-  if (c.fused) {
-    in.push_back(b.input(c.dtype, {c.experts, one[0], one[1]}));
-  } else {
-    for (int64_t e = 0; e < c.experts; ++e) in.push_back(b.input(c.dtype, one));
-  }
-  b.output(b.op(OpKind::kGroupedMm, in, {{"w_layout", int64_t{c.kn ? 1 : 0}}}));
-  ValueId g = b.input(c.dtype, {c.top_k * t, c.N});
-  b.output(b.op(OpKind::kGroupedMmWgrad, {g, a, offs}));
-  return b.finish();
-}
-
-// Routings of the same tokens: random over all experts; every row on expert E - 1; two experts
-// only (0 and E / 2, every other one empty).
-enum class Routing { kRandom, kOneExpert, kTwoExperts };
-
-void route(HostTensor& idx, Routing r, int64_t experts) {
-  for (int64_t p = 0; p < idx.numel(); ++p) {
-    if (r == Routing::kOneExpert) idx.set_int(p, experts - 1);
-    if (r == Routing::kTwoExperts) idx.set_int(p, p % 3 == 0 ? experts / 2 : 0);
-  }
-}
-
-// Sets the emulation's adversarial modes for its lifetime (Note [Adversarial emulation]).
-class AdversarialEmulation {
- public:
-  AdversarialEmulation() {
-    for (const auto& [name, value] : kModes) {
-      if (const char* old = std::getenv(name)) saved_[name] = old;
-      setenv(name, value, 1);
-    }
-  }
-  ~AdversarialEmulation() {
-    for (const auto& [name, value] : kModes) {
-      auto it = saved_.find(name);
-      if (it == saved_.end())
-        unsetenv(name);
-      else
-        setenv(name, it->second.c_str(), 1);
-    }
-  }
-
- private:
-  static constexpr const char* kModes[][2] = {{"DYNGEN_EMU_THREADS", "4"},
-                                              {"DYNGEN_EMU_SCHED", "random"},
-                                              {"DYNGEN_EMU_ASYNC", "random"},
-                                              {"DYNGEN_EMU_SEED", "3"}};
-  std::map<std::string, std::string> saved_;
-};
 
 class GroupedMmNumerics : public ::testing::TestWithParam<GroupedCase> {};
 
@@ -118,13 +48,7 @@ TEST_P(GroupedMmNumerics, MatchesTheReferenceForEveryRoutingAndTokenCount) {
   const int64_t t = c.tokens.back();
   auto inputs = make_random_inputs(g, {{"t", t}}, 7);
   ASSERT_TRUE(inputs.ok());
-  auto plain = run_on_host(*exe, inputs.value());
-  ASSERT_TRUE(plain.ok()) << plain.message();
-  AdversarialEmulation adversarial;
-  auto shuffled = run_on_host(*exe, inputs.value());
-  ASSERT_TRUE(shuffled.ok()) << shuffled.message();
-  for (size_t o = 0; o < plain.value().size(); ++o)
-    EXPECT_EQ(plain.value()[o].bytes, shuffled.value()[o].bytes) << "output " << o;
+  expect_same_bits_under_adversarial_emulation(*exe, inputs.value());
 }
 
 // Token counts put R = k * t below, at and past the 64-row tiles.
@@ -197,12 +121,17 @@ TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
   std::vector<CudaHeader> headers;
   for (const EmbeddedFile& f : device_headers())
     headers.push_back({std::string(f.name), std::string(f.content)});
-  std::vector<Graph> graphs{testing::load_fixture("olmoe_grouped_moe_layer.dgir"),
-                            grouped_graph({"f32", 16, 2, DType::kF32, false, true, 16, 36, {}}),
-                            grouped_graph({"ragged", 16, 4, DType::kBF16, true, false, 33, 20, {}}),
-                            grouped_graph({"kn", 16, 4, DType::kBF16, true, true, 72, 48, {}})};
+  std::vector<Graph> graphs{
+      testing::load_fixture("olmoe_grouped_moe_layer.dgir"),
+      grouped_graph({"f32", 16, 2, DType::kF32, false, true, 16, 36, {}}),
+      grouped_graph({"ragged", 16, 4, DType::kBF16, true, false, 33, 20, {}}),
+      grouped_graph({"kn", 16, 4, DType::kBF16, true, true, 72, 48, {}}),
+      // 65 tensor maps (8 KB of parameters) on sm_90a, B K- and N-major
+      grouped_graph({"maps", 64, 8, DType::kBF16, false, false, 264, 72, {}}),
+      grouped_graph({"maps_kn", 64, 8, DType::kBF16, false, true, 72, 136, {}})};
   for (const Graph& g : graphs) {
-    KernelPlan plan = emit_cuda(run_pipeline(g));
+    // On sm_90a with its wgmma kernels (Note [Grouped wgmma tile]).
+    KernelPlan plan = emit_cuda(run_pipeline(g), codegen_options_for(GetParam(), {}));
     CompileOptions opts;
     opts.arch = GetParam();
     opts.extra_options = {"--ptxas-options=-v"};
