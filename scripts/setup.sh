@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One idempotent set-up path for a fresh machine: Debian packages, the CMake build in build/,
-# and the Python environment in .venv. Every other script calls this first.
+# the Python environment in .venv and its transformers 5 overlay in .venv-hf5. Every other
+# script calls this first.
 #   DYNGEN_SKIP_PYTHON=1   skip the Python environment (C++ only)
 #   DYNGEN_BUILD_TYPE=...  CMake build type (default RelWithDebInfo)
 set -euo pipefail
@@ -49,5 +50,15 @@ if [ "${DYNGEN_SKIP_PYTHON:-0}" != 1 ]; then
     .venv/bin/pip install -q -r requirements.txt
     .venv/bin/pip install -q --no-deps -e frontends/python
     echo "$want" > "$stamp"
+  fi
+  # The second Hugging Face generation (transformers 5 + PEFT 0.21) as an overlay beside the
+  # venv's torch and Thunder: `PYTHONPATH=.venv-hf5 .venv/bin/python` imports it first. Rebuilt
+  # only when requirements-hf5.txt changes; the venv itself is never touched.
+  stamp5=".venv-hf5/.requirements.sha256"
+  want5="$(sha256sum requirements-hf5.txt | cut -c1-64)"
+  if [ ! -f "$stamp5" ] || [ "$(cat "$stamp5")" != "$want5" ]; then
+    rm -rf .venv-hf5
+    .venv/bin/pip install -q --target .venv-hf5 --no-deps -r requirements-hf5.txt
+    echo "$want5" > "$stamp5"
   fi
 fi

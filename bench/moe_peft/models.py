@@ -59,6 +59,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import hf5_shims  # beside this file (every user puts bench/moe_peft on sys.path)
 import torch
 
 CONFIGS_PATH = Path(__file__).resolve().parent / "moe_configs.json"
@@ -167,8 +168,16 @@ def build(
         torch.set_default_dtype(old)
     model.config.use_cache = False
     shim_notes = apply_shims(model) if shims else remove_shims()
+    # transformers 5: PEFT's all-linear also reaches the fused experts (target_parameters);
+    # PhiMoE's router must be excluded (Note [transformers 5 PhiMoE router and all-linear]).
+    exclude = hf5_shims.lora_exclude(model) if hf5_shims.generation() >= 5 else None
     lora = LoraConfig(
-        r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear", bias="none"
+        r=LORA_R,
+        lora_alpha=LORA_ALPHA,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        bias="none",
+        **({"exclude_modules": exclude} if exclude else {}),
     )
     model = get_peft_model(model, lora)  # adapters in fp32 (autocast_adapter_dtype), as the seed
     model.train()
@@ -183,12 +192,22 @@ def build(
     total = sum(p.numel() for p in model.parameters())
     wrapped = sorted(
         {
-            n.rsplit(".", 1)[-1]
+            _lora_target_name(n, m)
             for n, m in model.named_modules()
             if hasattr(m, "lora_A") and hasattr(m, "base_layer")
         }
     )
     return Built(model, cfg, trainable, total, wrapped, cfg.vocab_size, shim_notes)
+
+
+def _lora_target_name(name: str, module) -> str:
+    """A LoRA-wrapped module's suffix; for PEFT's ParamWrapper (target_parameters, PEFT 0.21)
+    the owning module's suffix and the parameter, e.g. "experts.gate_up_proj"."""
+    parameter = getattr(module, "parameter_name", None)
+    if parameter is None:
+        return name.rsplit(".", 1)[-1]
+    owner = [part for part in name.split(".") if part != "base_layer"][-1]
+    return f"{owner}.{parameter}"
 
 
 class _MultiplierStraightThrough:
@@ -203,9 +222,13 @@ class _MultiplierStraightThrough:
 
 
 def apply_shims(model) -> list[str]:
-    """Note [PhiMoE rotary seq_len], Note [PhiMoE MultiplierProcessor]. Returns what changed."""
+    """Note [PhiMoE rotary seq_len], Note [PhiMoE MultiplierProcessor] (transformers 4); under
+    transformers 5, hf5_shims.apply (Note [transformers 5 PhimoeMultiplier]). Returns the
+    changes."""
     import types
 
+    if hf5_shims.generation() >= 5:
+        return hf5_shims.apply(model, _MultiplierStraightThrough)
     done = []
     if getattr(model.config, "model_type", "") == "phimoe":
         from transformers.models.phimoe import modeling_phimoe
@@ -242,6 +265,8 @@ def remove_shims() -> list[str]:
     mp = sys.modules.get("transformers.models.phimoe.modeling_phimoe")
     if mp is not None and hasattr(mp, "_bench_original_MultiplierProcessor"):
         mp.MultiplierProcessor = mp._bench_original_MultiplierProcessor
+    if mp is not None:
+        hf5_shims.remove(mp)
     return []
 
 

@@ -17,6 +17,7 @@ reported as not grouped, with the reason.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 
@@ -82,6 +83,9 @@ def expert_linear_of(modules) -> ExpertLinear | str:
 def _swiglu_experts(block, names: tuple[str, str, str]):
     """(gate, up, down, act) of a ModuleList of gated-MLP experts, or the reason they cannot be
     grouped."""
+    if not isinstance(getattr(block, "experts", None), nn.ModuleList):
+        # transformers 5 fuses a layer's experts into 3-D parameters under the same class name
+        return "experts are not a ModuleList of expert MLPs (transformers 5's fused experts)"
     experts = list(block.experts)
     acts = {type(e.act_fn) for e in experts}
     if len(acts) != 1:
@@ -133,7 +137,10 @@ def _phimoe_forward(self, hidden_states):
 
 
 def _dbrx_parts(self):
-    mlp = self.mlp
+    params = list(inspect.signature(type(self).forward).parameters)
+    if params != ["self", "x", "weights", "top_weights", "top_experts"]:
+        return f"DbrxExperts.forward{tuple(params[1:])} is not transformers 4.57's"
+    mlp = getattr(self, "mlp", None)
     if type(mlp).__name__ != "DbrxExpertGLU":
         return f"DbrxExperts.mlp is {type(mlp).__name__}"
     if not all(isinstance(getattr(mlp, n, None), nn.Parameter) for n in ("w1", "v1", "w2")):
