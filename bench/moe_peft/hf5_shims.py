@@ -31,6 +31,7 @@ from __future__ import annotations
 import types
 
 import torch
+from class_swap import restore_class, swap_class
 
 
 def generation() -> int:
@@ -75,9 +76,7 @@ def apply(model, multiplier_straight_through) -> list[str]:
     if getattr(model.config, "model_type", "") == "phimoe":
         from transformers.models.phimoe import modeling_phimoe
 
-        if modeling_phimoe.PhimoeMultiplier is not multiplier_straight_through:
-            modeling_phimoe._bench_original_PhimoeMultiplier = modeling_phimoe.PhimoeMultiplier
-            modeling_phimoe.PhimoeMultiplier = multiplier_straight_through
+        swap_class(modeling_phimoe, "PhimoeMultiplier", multiplier_straight_through)
         done.append(
             "modeling_phimoe.PhimoeMultiplier -> straight-through formulation "
             "(same value and gradients)"
@@ -95,5 +94,4 @@ def apply(model, multiplier_straight_through) -> list[str]:
 
 def remove(modeling_phimoe) -> None:
     """Undoes the process-wide part of apply."""
-    if hasattr(modeling_phimoe, "_bench_original_PhimoeMultiplier"):
-        modeling_phimoe.PhimoeMultiplier = modeling_phimoe._bench_original_PhimoeMultiplier
+    restore_class(modeling_phimoe, "PhimoeMultiplier")

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import hf5_shims  # beside this file (every user puts bench/moe_peft on sys.path)
 import torch
+from class_swap import restore_class, swap_class
 
 CONFIGS_PATH = Path(__file__).resolve().parent / "moe_configs.json"
 MODELS: dict = {
@@ -233,10 +234,7 @@ def apply_shims(model) -> list[str]:
     if getattr(model.config, "model_type", "") == "phimoe":
         from transformers.models.phimoe import modeling_phimoe
 
-        if modeling_phimoe.MultiplierProcessor is not _MultiplierStraightThrough:
-            original = modeling_phimoe.MultiplierProcessor
-            modeling_phimoe._bench_original_MultiplierProcessor = original
-            modeling_phimoe.MultiplierProcessor = _MultiplierStraightThrough
+        swap_class(modeling_phimoe, "MultiplierProcessor", _MultiplierStraightThrough)
         done.append(
             "modeling_phimoe.MultiplierProcessor -> straight-through formulation "
             "(same value and gradients)"
@@ -263,9 +261,8 @@ def remove_shims() -> list[str]:
     import sys
 
     mp = sys.modules.get("transformers.models.phimoe.modeling_phimoe")
-    if mp is not None and hasattr(mp, "_bench_original_MultiplierProcessor"):
-        mp.MultiplierProcessor = mp._bench_original_MultiplierProcessor
     if mp is not None:
+        restore_class(mp, "MultiplierProcessor")
         hf5_shims.remove(mp)
     return []
 

@@ -8,26 +8,13 @@
 #include "passes/pipeline.h"
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
-#include "runtime/ptxas_report.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/ptxas_spills.h"
 
 namespace dg {
 namespace {
 
 Graph load(const std::string& name) { return testing::load_fixture(name); }
-
-// ptxas -v's report (parse_ptxas_log): "kernel: N/M bytes spilled" for every kernel that spills,
-// and the number of kernels reported.
-std::string spills(const std::string& log, int* kernels) {
-  std::string bad;
-  std::vector<KernelResources> report = parse_ptxas_log(log);
-  *kernels = static_cast<int>(report.size());
-  for (const KernelResources& k : report)
-    if (k.spill_store_bytes || k.spill_load_bytes)
-      bad += k.name + ": " + std::to_string(k.spill_store_bytes) + "/" +
-             std::to_string(k.spill_load_bytes) + " bytes spilled\n";
-  return bad;
-}
 
 // The seed's backward in at most six kernels: the down LoRA's rank-r product (one split-K
 // kernel whose last CTA per row tile sums the partials, Note [Last block reduces]); the down GEMM
@@ -66,7 +53,7 @@ TEST_P(BackwardSpills, EveryKernelCompilesWithoutSpills) {
     auto compiled = nvrtc_compile(plan.source, headers, opts);
     ASSERT_TRUE(compiled.ok()) << fixture << ": " << compiled.message();
     int kernels = 0;
-    EXPECT_EQ(spills(compiled->log, &kernels), "") << fixture;
+    EXPECT_EQ(testing::spilled_kernels(compiled->log, &kernels), "") << fixture;
     if (std::string(fixture).find("seed") == 0) {  // the seed's six weight gradients: one group
       EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
     }

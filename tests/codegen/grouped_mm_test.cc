@@ -17,9 +17,9 @@
 #include "runtime/emu/device_headers.h"
 #include "runtime/host_run.h"
 #include "runtime/nvrtc_compiler.h"
-#include "runtime/ptxas_report.h"
 #include "tests/codegen/grouped_cases.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/ptxas_spills.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/token_sweep.h"
 
@@ -102,19 +102,6 @@ TEST(GroupedMmOffsets, RowsPastTheLastOffsetAreZeroAndBadOffsetsAreAnError) {
   }
 }
 
-// ptxas -v's report (parse_ptxas_log): "kernel: N/M bytes spilled" for every kernel that spills,
-// and the number of kernels reported.
-std::string spills(const std::string& log, int* kernels) {
-  std::string bad;
-  std::vector<KernelResources> report = parse_ptxas_log(log);
-  *kernels = static_cast<int>(report.size());
-  for (const KernelResources& k : report)
-    if (k.spill_store_bytes || k.spill_load_bytes)
-      bad += k.name + ": " + std::to_string(k.spill_store_bytes) + "/" +
-             std::to_string(k.spill_load_bytes) + " bytes spilled\n";
-  return bad;
-}
-
 class GroupedSpills : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
@@ -138,7 +125,7 @@ TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
     auto compiled = nvrtc_compile(plan.source, headers, opts);
     ASSERT_TRUE(compiled.ok()) << g.name << ": " << compiled.message();
     int kernels = 0;
-    EXPECT_EQ(spills(compiled->log, &kernels), "") << g.name;
+    EXPECT_EQ(testing::spilled_kernels(compiled->log, &kernels), "") << g.name;
     EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << g.name;
   }
 }

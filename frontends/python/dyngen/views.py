@@ -25,7 +25,7 @@ import operator
 import torch
 from torch.utils import _pytree as pytree
 
-_NESTED = (tuple, list, dict)
+from .compiled import flat_container
 
 
 class _NotAView(Exception):
@@ -94,11 +94,13 @@ def with_true_views(gm: torch.fx.GraphModule, fn):
     if found is None:
         return fn
     picked, replay = found
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    flat_type = flat_container(pytree.tree_flatten(out_node.args[0])[1])
 
     def run(*args):
         out = fn(*args)
-        if type(out) in (tuple, list) and not any(type(v) in _NESTED for v in out):
-            leaves, rebuild = list(out), type(out)  # flat (AOTAutograd's graphs): no pytree walk
+        if flat_type is not None:  # AOTAutograd's graphs: no pytree walk
+            leaves, rebuild = list(out), type(out)
         else:
             leaves, spec = pytree.tree_flatten(out)
             rebuild = functools.partial(pytree.tree_unflatten, treespec=spec)

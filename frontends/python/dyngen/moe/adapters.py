@@ -136,10 +136,16 @@ def _phimoe_forward(self, hidden_states):
     return out.reshape(batch_size, sequence_length, hidden_dim), router_logits
 
 
-def _dbrx_parts(self):
+def _dbrx_check(self):
+    """_dbrx_parts, after the check that the block is transformers 4.57's DbrxExperts (once, when
+    the route is chosen: the adapter's forward replaces that signature)."""
     params = list(inspect.signature(type(self).forward).parameters)
     if params != ["self", "x", "weights", "top_weights", "top_experts"]:
         return f"DbrxExperts.forward{tuple(params[1:])} is not transformers 4.57's"
+    return _dbrx_parts(self)
+
+
+def _dbrx_parts(self):
     mlp = getattr(self, "mlp", None)
     if type(mlp).__name__ != "DbrxExpertGLU":
         return f"DbrxExperts.mlp is {type(mlp).__name__}"
@@ -177,7 +183,7 @@ def _fall_back(block, reason, *args):
 ADAPTERS = {
     "OlmoeSparseMoeBlock": (_olmoe_forward, lambda b: _swiglu_experts(b, OLMOE_LINEARS)),
     "PhimoeSparseMoeBlock": (_phimoe_forward, lambda b: _swiglu_experts(b, PHIMOE_LINEARS)),
-    "DbrxExperts": (_dbrx_experts_forward, _dbrx_parts),
+    "DbrxExperts": (_dbrx_experts_forward, _dbrx_check),
 }
 
 
