@@ -30,19 +30,17 @@ namespace {
 
 constexpr int kMaxWeightPointers = 256;
 
-typedef GroupedMmShape GroupedMm;
-
 // Whether the tensor-core main loop takes the problem (its preconditions: bf16, K and, for a
 // [K, N] weight, N multiples of 8, so every row of every operand starts 16-byte aligned when the
 // bases are; the main loop checks the bases itself).
-bool on_tensor_cores(const GroupedMm& p) {
+bool on_tensor_cores(const GroupedMmShape& p) {
   auto multiple_of_8 = [](const SymExpr& d) { return d.as_const() && *d.as_const() % 8 == 0; };
   return p.dtype == DType::kBF16 && multiple_of_8(p.K) && (!p.kn || multiple_of_8(p.N)) &&
          p.N.as_const();
 }
 
 // `const T* w = ...;` for the block's expert `e` (Note [Per-expert weight pointers]).
-std::string weight_pointer(const GroupedMm& p, KernelParams& params, LoweringContext& ctx) {
+std::string weight_pointer(const GroupedMmShape& p, KernelParams& params, LoweringContext& ctx) {
   const std::string t = ctype(p.dtype);
   std::vector<std::string> names;
   for (size_t i = 2; i < p.node.inputs.size(); ++i)
@@ -54,7 +52,7 @@ std::string weight_pointer(const GroupedMm& p, KernelParams& params, LoweringCon
   return s + "    default: break;\n  }\n";
 }
 
-std::string tc_body(const GroupedMm& p, const std::string& out, const std::string& a) {
+std::string tc_body(const GroupedMmShape& p, const std::string& out, const std::string& a) {
   const std::string bkn = p.kn ? "true" : "false";
   return "  float acc[1][Tile::MT][Tile::NT][4];\n"
          "  DG_UNROLL\n  for (int mt = 0; mt < Tile::MT; ++mt)\n"
@@ -89,7 +87,7 @@ bool grouped_mm_on_tensor_cores(const Graph& g, const Node& node) {
 }
 
 void emit_grouped_mm(LoweringContext& ctx, const Node& node) {
-  const GroupedMm p = grouped_mm_shape(ctx.graph(), node);
+  const GroupedMmShape p = grouped_mm_shape(ctx.graph(), node);
   if (!p.fused && p.experts > kMaxWeightPointers)
     throw std::invalid_argument("grouped_mm with " + std::to_string(p.experts) +
                                 " separate expert weights: at most " +
