@@ -41,6 +41,12 @@ CodegenOptions codegen_options_for(const std::string& arch, const std::set<std::
   return o;
 }
 
+// Note [Reshapes are aliases]
+// A reshape keeps a contiguous tensor's bytes in the same order, so a reshape that no fusion
+// group took is not a kernel: its value takes its input's buffer. That is safe because no kernel
+// writes into a buffer it did not allocate for its own node (the graph is SSA and workspace slots
+// are never reused), so every alias stays read-only after its producer ran. A reshape that is a
+// graph output keeps its copy, as every output is written into the caller's tensor.
 KernelPlan emit_cuda(const Graph& g, const CodegenOptions& options) {
   LoweringContext ctx(g, options);
   for (size_t i = 0; i < g.inputs.size(); ++i)
@@ -86,6 +92,12 @@ KernelPlan emit_cuda(const Graph& g, const CodegenOptions& options) {
           if (escapes(g, set, g.nodes[m].output)) assign_buffer(g.nodes[m].output);
         ctx.set_current_nodes(members);
         emit_group(ctx, members);
+        continue;
+      }
+      if (node.op == OpKind::kReshape && !ctx.has_buffer(node.output) &&
+          ctx.has_buffer(node.inputs[0])) {
+        // No kernel: the input's buffer (Note [Reshapes are aliases]).
+        ctx.set_buffer(node.output, ctx.buffer_of(node.inputs[0]));
         continue;
       }
       assign_buffer(node.output);

@@ -6,6 +6,7 @@ reads the right elements; before, it came back 140% off with no warning."""
 import torch
 
 import dyngen.aot
+import dyngen.moe.ops  # noqa: F401  (registers torch.ops.dyngen.*)
 from dyngen import graph_check
 from dyngen.views import view_replay
 
@@ -75,3 +76,52 @@ def test_graph_check_flags_a_wrong_graph(fresh):
     finally:
         graph_check.enable(None)
         graph_check.reset()
+
+
+def per_expert_linear(x, offs, w0, w1, w2, w3):
+    return torch.ops.dyngen.grouped_mm(x, offs, [w0, w1, w2, w3], True)
+
+
+def test_per_expert_gradients_are_views_of_one_weight_gradient(fresh):
+    """Note [Outputs that slice one intermediate]: the backward's E selects of the grouped weight
+    gradient come back as views of one tensor, with eager's values (empty experts: zeros)."""
+    compiled = torch.compile(per_expert_linear, backend=dyngen.aot.backend, dynamic=True)
+    for counts in ([2, 0, 5, 0], [1, 3, 3, 5]):
+        g = torch.Generator().manual_seed(sum(counts))
+        rows = sum(counts)
+        offs = torch.cumsum(torch.tensor(counts), 0).to(torch.int32)
+        x = torch.randn(rows, 32, generator=g).bfloat16()
+        ws = [torch.randn(16, 32, generator=g).bfloat16() for _ in range(4)]
+        dy = torch.randn(rows, 16, generator=g).bfloat16()
+        grads = []
+        for fn in (compiled, per_expert_linear):
+            leaves = [t.clone().requires_grad_() for t in [x, *ws]]
+            fn(leaves[0], offs, *leaves[1:]).backward(dy)
+            grads.append([t.grad for t in leaves])
+        for got, want in zip(*grads):
+            torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+        storages = {w.untyped_storage().data_ptr() for w in grads[0][1:]}
+        assert len(storages) == 1, "each expert's gradient was a tensor of its own"
+        for e, c in enumerate(counts):
+            assert (grads[0][1 + e].abs().sum() == 0) == (c == 0), (counts, e)
+    assert dyngen.stats()["fallbacks"] == []
+
+
+def test_selects_are_grouped_only_when_they_cover_the_dim():
+    from dyngen.view_bases import group_select_outputs
+
+    def graph(covering: bool):
+        g = torch.fx.Graph()
+        x = g.placeholder("x")
+        x.meta["val"] = torch.empty(3, 4)
+        y = g.call_function(torch.ops.aten.mul.Tensor, (x, 2))
+        y.meta["val"] = torch.empty(3, 4)
+        picks = range(3) if covering else (0, 2)
+        g.output(tuple(g.call_function(torch.ops.aten.select.int, (y, 0, i)) for i in picks))
+        return torch.fx.GraphModule(torch.nn.Module(), g)
+
+    assert group_select_outputs(graph(covering=False)) is None
+    grouped = group_select_outputs(graph(covering=True))
+    outs = grouped.wrap(grouped.gm)(torch.arange(12.0).view(3, 4))
+    assert [o.tolist() for o in outs] == [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18, 20, 22]]
+    assert outs[0]._base is outs[2]._base

@@ -26,6 +26,7 @@ from .errors import FallbackError, Unsupported
 from .options import log
 from .partition import compile_partial
 from .pinned import PinnedGraph
+from .view_bases import group_select_outputs
 from .views import with_true_views
 
 aten = torch.ops.aten
@@ -92,6 +93,9 @@ def _compile_or_eager(
     compiles the regions it can and PyTorch runs the rest (Note [Partial graphs]); each outcome is
     counted (Note [Where graphs and ops ran]), logged, and passed to `report(part)`.
     `prebuild_archs`: runtime.compile_ir."""
+    grouped = group_select_outputs(gm)  # Note [Outputs that slice one intermediate]
+    if grouped is not None:
+        gm = grouped.gm
     n_ops = _count_ops(gm)
     try:
         fn = compile_fx_graph(gm, example_inputs, name, prebuild_archs=prebuild_archs)
@@ -127,7 +131,8 @@ def _compile_or_eager(
         log.debug("ATen graph for %s:\n%s", name, gm.code)
     if report is not None:
         report(out.part())
-    return make_boxed_func(with_true_views(gm, out.fn))  # Note [Outputs that are views]
+    fn = with_true_views(gm, out.fn)  # Note [Outputs that are views]
+    return make_boxed_func(grouped.wrap(fn) if grouped is not None else fn)
 
 
 def _pinned(gm, example_inputs, name: str, error: Exception, prebuild_archs) -> _Outcome:
