@@ -27,6 +27,7 @@ from torch import nn
 
 from ..counters import note_moe_block, record_fallback
 from .grouped import ExpertLinear, Lora, grouped_experts
+from .peft_param_wrapper import ParamWrapperRoute
 
 # (gate, up, down) of each expert: OlmoeMLP and PhimoeBlockSparseTop2MLP.
 OLMOE_LINEARS = ("gate_proj", "up_proj", "down_proj")
@@ -191,8 +192,10 @@ class GroupedRoute:
     """The MoE blocks of one model switched to grouped experts; `undo()` restores them."""
 
     def __init__(self, model: nn.Module, enabled: bool = True):
-        self.grouped: dict[str, nn.Module] = {}
-        self.not_grouped: dict[str, str] = {}
+        # transformers 5's fused experts under PEFT: Note [PEFT ParamWrapper on fused experts]
+        self.param_wrappers = ParamWrapperRoute(model, enabled)
+        self.grouped: dict[str, nn.Module] = dict(self.param_wrappers.grouped)
+        self.not_grouped: dict[str, str] = dict(self.param_wrappers.not_grouped)
         for name, mod in model.named_modules():
             cls = type(mod).__name__
             if cls in ADAPTERS:
@@ -211,6 +214,7 @@ class GroupedRoute:
             note_moe_block(name, cls, why)
 
     def undo(self) -> None:
+        self.param_wrappers.undo()
         for name, mod in self.grouped.items():
             if _restore(mod):
                 note_moe_block(name, type(mod).__name__, "undone")
