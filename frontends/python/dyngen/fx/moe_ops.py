@@ -1,7 +1,8 @@
 """FX -> IR handlers for the grouped-experts primitives (torch.ops.dyngen.*, moe/ops.py), each
 the IR op of the same name (Note [Grouped experts ops] in ir/shape_infer_grouped.cc), and for
 index_copy, with which the grouped layer puts its rows back in token order, and for PyTorch's own
-aten._grouped_mm (Note [torch._grouped_mm lowering]). Registered into registry.HANDLERS.
+aten._grouped_mm (Note [torch._grouped_mm lowering]), and for baddbmm, with which PEFT forms
+LoRA'd fused expert weights. Registered into registry.HANDLERS.
 
 grouped_mm's `weights_nk` becomes the int attribute w_layout (0: weights [N, K], 1: [K, N]),
 since IR attributes hold no strings; its weights are the op's inputs after a and offs, one fused
@@ -13,6 +14,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from ..core.ops import DType
 from ..errors import Unsupported
 from .registry import register
 from .values import Ref, dtype_of, meta_val
@@ -107,6 +109,23 @@ def aten_grouped_mm(c, mat_a, mat_b, offs=None, bias=None, out_dtype=None):
     raise Unsupported(f"op {c.node.target}: a rank {ra} x b rank {rb} with offs is not lowered")
 
 
+def baddbmm(c, x, batch1, batch2, *, beta=1, alpha=1):
+    """beta x + alpha (batch1 @ batch2): PEFT's LoRA on fused experts (ParamWrapper) forms each
+    expert's weight W + scaling B_e A_e this way. The half types are computed in f32 and rounded
+    once, as PyTorch's CPU and cuBLAS kernels accumulate."""
+    dtype = c.out_dtype()
+    acc = DType.F32 if dtype in (DType.BF16, DType.F16) else dtype
+    prod = c.op("matmul", [c.cast(c.tensor(batch1), acc), c.cast(c.tensor(batch2), acc)])
+    if alpha != 1:
+        prod = c.op("mul", [prod, c.const(alpha, acc)])
+    if beta == 0:  # x is ignored, NaN included, as in PyTorch
+        return c.cast(prod, dtype)
+    x = c.cast(c.tensor(x), acc)
+    if beta != 1:
+        x = c.op("mul", [x, c.const(beta, acc)])
+    return c.cast(c.op("add", [prod, x]), dtype)
+
+
 def index_copy(c, x, dim, index, source):
     """x with x[index[i]] = source[i] along dim (each index written once by the grouped layer;
     with repeated indices, which write wins is unspecified, as in PyTorch)."""
@@ -122,6 +141,7 @@ register(
         "dyngen.grouped_mm": grouped_mm,
         "dyngen.grouped_mm_wgrad": grouped_mm_wgrad,
         "index_copy": index_copy,
+        "baddbmm": baddbmm,
         "_grouped_mm": aten_grouped_mm,
     }
 )

@@ -13,7 +13,7 @@ from ..core.ir import SymList, provably_ge
 from ..core.ops import DType
 from ..errors import Unsupported
 from .registry import HANDLERS, register
-from .values import Ref
+from .values import Ref, meta_val
 
 
 def _float_operand(c, x):
@@ -268,6 +268,17 @@ def split_with_sizes(c, x, split_sizes, dim=0):
     return tuple(outs)
 
 
+def split(c, x, split_size, dim=0):
+    """torch.split / chunk (aten.split.Tensor): slices of split_size along dim, the last one
+    shorter; a list of sizes is split_with_sizes."""
+    if isinstance(split_size, (list, tuple)):
+        return split_with_sizes(c, x, split_size, dim)
+    pieces = meta_val(c.node)
+    if not isinstance(pieces, (list, tuple)):
+        raise Unsupported("op split: no metadata for its pieces")
+    return split_with_sizes(c, x, [p.shape[dim] for p in pieces], dim)
+
+
 def sgn(c, x):
     """-1, 0 or 1 in x's dtype; NaN stays NaN, as in PyTorch."""
     x = c.tensor(x)
@@ -303,6 +314,7 @@ def linalg_vector_norm(c, x, ord=2, dim=None, keepdim=False, *, dtype=None):
 _TABLE = {
     "var_mean": var_mean,
     "split_with_sizes": split_with_sizes,
+    "split": split,
     "sgn": sgn,
     "sign": sgn,
     "linalg_vector_norm": linalg_vector_norm,

@@ -23,7 +23,7 @@ from ..core.ops import DType
 from ..errors import Unsupported
 
 # The op families register their handlers on import (Note [FX op handler registry]).
-from . import attention_ops, basic_ops, moe_ops, nn_ops, select_ops  # noqa: F401
+from . import attention_ops, basic_ops, moe_ops, nn_ops, select_ops, sort_ops  # noqa: F401
 from .registry import HANDLERS
 from .sym_ops import SymBool, symbool_to_ir
 from .values import Ref, dtype_of, meta_val, type_error
