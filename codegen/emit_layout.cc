@@ -64,19 +64,28 @@ void emit_layout_node(LoweringContext& ctx, const Node& node) {
       return;
     }
     case OpKind::kCat: {
-      // One copy per operand into its region of the output.
+      // One kernel over the output: each element finds its operand by comparing its index along
+      // the cat dim with the operands' running starts (a chain of ?: reads only the operand it
+      // picks; an empty operand's range never matches).
       int64_t d = axis(*node.attrs.get_int("dim"), out.rank());
-      std::vector<SymExpr> out_strides = out.contiguous_strides();
+      const std::string at = "i" + std::to_string(d);
+      PointwiseKernel k = copy_kernel(ctx, node, "cat");
+      k.summary += ", " + std::to_string(node.inputs.size()) + " operands";
+      std::string value;
       SymExpr start(0);
-      for (ValueId v : node.inputs) {
-        const TensorType& part = g.tensor(v);
-        PointwiseKernel k = copy_kernel(ctx, node, "cat");
-        k.shape = part.shape;
-        k.out_offset = offset_expr(out_strides, start * out_strides[d]);
-        k.operands.push_back({ctx.buffer_of(v), part.dtype, "i"});
-        emit_pointwise(ctx, k);
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        const TensorType& part = g.tensor(node.inputs[j]);
+        std::vector<SymExpr> strides = part.contiguous_strides();
+        k.operands.push_back({ctx.buffer_of(node.inputs[j]), part.dtype, ""});
+        const std::string load = "dg_convert<" + k.compute_type + ">(p" + std::to_string(j) + "[" +
+                                 offset_expr(strides, SymExpr(0) - start * strides[d]) + "])";
         start = start + part.shape[d];
+        value += j + 1 < node.inputs.size()
+                     ? "(" + at + " < " + c_expr(start) + ") ? " + load + "\n        : "
+                     : load;
       }
+      k.value = value;
+      emit_pointwise(ctx, k);
       return;
     }
     default:

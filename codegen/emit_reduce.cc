@@ -64,6 +64,7 @@ void emit_cumsum(LoweringContext& ctx, const Node& node) {
 
 void emit_reduce_node(LoweringContext& ctx, const Node& node) {
   if (node.op == OpKind::kCumsum) return emit_cumsum(ctx, node);
+  if (node.op == OpKind::kTopk) return emit_topk(ctx, node);
   const Graph& g = ctx.graph();
   const TensorType& in = g.tensor(node.inputs[0]);
   const TensorType& out = g.tensor(node.output);

@@ -75,11 +75,6 @@ void compute_kernel_cost(const Graph& g, const BufferBytesFn& buffer_bytes,
     launch->tensor_flops = launch->tensor_flops + f.tensor_flops;
   }
 
-  auto in_kernel = [&](ValueId v) {
-    std::optional<BufferRef> b = buffer_of(v);
-    return b &&
-           std::find(launch->buffers.begin(), launch->buffers.end(), *b) != launch->buffers.end();
-  };
   std::vector<BufferRef> seen;
   launch->bytes = SymExpr(0);
   for (const BufferRef& b : launch->buffers) {
@@ -92,21 +87,8 @@ void compute_kernel_cost(const Graph& g, const BufferBytesFn& buffer_bytes,
       const Node& node = g.nodes.at(n);
       const TensorType& out = g.tensor(node.output);
       std::optional<BufferRef> ob = buffer_of(node.output);
-      if (ob && *ob == b) {
-        if (node.op == OpKind::kCat) {
-          // Each distinct operand this kernel reads is one region it writes.
-          any_partial = true;
-          std::vector<ValueId> parts;
-          for (ValueId part : node.inputs) {
-            if (!in_kernel(part) || std::find(parts.begin(), parts.end(), part) != parts.end())
-              continue;
-            parts.push_back(part);
-            partial = partial + g.tensor(part).numel() * SymExpr(dtype_size(out.dtype));
-          }
-        } else {
-          any_full = true;
-        }
-      }
+      // A node writes all of its output (cat too: one kernel copies every operand).
+      if (ob && *ob == b) any_full = true;
       for (size_t j = 0; j < node.inputs.size(); ++j) {
         std::optional<BufferRef> ib = buffer_of(node.inputs[j]);
         if (!ib || !(*ib == b)) continue;

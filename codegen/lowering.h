@@ -61,6 +61,8 @@ void emit_matmul_node(LoweringContext& ctx, const Node& node);
 void emit_reduce_node(LoweringContext& ctx, const Node& node);
 void emit_index_node(LoweringContext& ctx, const Node& node);
 void emit_grouped_experts_node(LoweringContext& ctx, const Node& node);
+// topk (a kReduce op with a kernel of its own, codegen/emit_topk.cc).
+void emit_topk(LoweringContext& ctx, const Node& node);
 // Copies a tensor between buffers, converting to `to_dtype` (used when an output aliases an input
 // or another output, and to round accumulators).
 void emit_copy(LoweringContext& ctx, const TensorType& type, BufferRef from, DType to_dtype,

@@ -94,6 +94,30 @@ InferResult infer_matmul(const Graph& g, OpKind kind, const std::vector<ValueId>
   return {{a.dtype, batch}, ""};
 }
 
+// Note [Top-k op]
+// topk(x) {k = K}: the positions of the K largest elements of each row along x's last dim, as
+// i64[..., K], best first. The order is a stable descending sort's: NaN above every number (the
+// NaNs first, by position), then by value, equal values (-0 and +0 included) by position, lower
+// first. That is what the frontend's former composition of K arg-max rounds gave (Note [Arg-max by
+// composition], Note [Top-k ties] in frontends/python/dyngen/fx/select_ops.py); the values are a
+// `gather` of x at the indices. 1 <= K <= kTopkMaxK (the kernel keeps the K best of a row in
+// registers, codegen/emit_topk.cc), and K is provably at most the row's length, so every call has
+// K distinct positions to give.
+InferResult infer_topk(OpKind kind, const TensorType& x, const Attrs& attrs) {
+  auto k = attrs.get_int("k");
+  if (!k) return fail(kind, "missing attribute k");
+  if (*k < 1 || *k > kTopkMaxK)
+    return fail(kind,
+                "k = " + std::to_string(*k) + " is outside [1, " + std::to_string(kTopkMaxK) + "]");
+  if (x.rank() < 1) return fail(kind, "expects an operand of rank >= 1");
+  if (!provably_ge(x.shape.back(), SymExpr(*k)))
+    return fail(kind,
+                "cannot prove k = " + std::to_string(*k) + " <= the last dim of " + x.to_string());
+  std::vector<SymExpr> shape = x.shape;
+  shape.back() = SymExpr(*k);
+  return {{DType::kI64, shape}, ""};
+}
+
 InferResult infer_reduce(const Graph& g, OpKind kind, const std::vector<ValueId>& in,
                          const Attrs& attrs) {
   const TensorType& x = g.tensor(in[0]);
@@ -105,6 +129,7 @@ InferResult infer_reduce(const Graph& g, OpKind kind, const std::vector<ValueId>
         attrs.get_dtype("dtype").value_or(dtype_is_float(x.dtype) ? x.dtype : DType::kI64);
     return {{dtype, x.shape}, ""};
   }
+  if (kind == OpKind::kTopk) return infer_topk(kind, x, attrs);
   auto dims = attrs.get_ints("dims");
   if (!dims) return fail(kind, "missing attribute dims");
   int64_t keepdim = attrs.get_int("keepdim").value_or(0);

@@ -8,6 +8,9 @@
 
 namespace dg {
 
+// The largest k of a `topk` node (Note [Top-k op] in ir/shape_infer.cc).
+inline constexpr int64_t kTopkMaxK = 16;
+
 struct InferResult {
   TensorType type;
   std::string error;  // empty on success

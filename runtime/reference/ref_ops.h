@@ -27,7 +27,7 @@ std::string eval_create(const OpArgs& a);       // constant, full
 std::string eval_cast(const OpArgs& a);         // cast
 std::string eval_elementwise(const OpArgs& a);  // unary, binary, compare, where
 std::string eval_matmul(const OpArgs& a);       // linear, matmul
-std::string eval_reduce(const OpArgs& a);       // sum, mean, amax
+std::string eval_reduce(const OpArgs& a);       // sum, mean, amax, cumsum, topk
 std::string eval_layout(const OpArgs& a);       // reshape, permute, expand, slice, cat
 std::string eval_index(const OpArgs& a);        // index_select, index_add
 std::string eval_grouped(const OpArgs& a);      // expert_offsets/order, grouped_mm(_wgrad)

@@ -1,4 +1,5 @@
-// Reference for reductions over a set of dims: sum, mean and amax (Note [Reference semantics]).
+// Reference for reductions over a set of dims: sum, mean and amax (Note [Reference semantics]);
+// cumsum, and topk along the last dim.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -108,10 +109,47 @@ std::string cumsum(const OpArgs& a, int64_t axis) {
   return "";
 }
 
+// The positions of the k best of each row along the last dim, best first (Note [Top-k op]): a
+// stable sort of the positions by "NaN, then larger", so equal values keep their order.
+template <class T>
+std::string topk(const OpArgs& a) {
+  const HostTensor& x = *a.in[0];
+  HostTensor& out = *a.out;
+  const int64_t k = a.node.attrs.get_int("k").value_or(0);
+  if (x.rank() < 1 || out.shape.empty() || out.shape.back() != k) return "result shape mismatch";
+  const int64_t len = x.shape.back();
+  if (k < 1 || k > len) return "k = " + std::to_string(k) + " for rows of " + std::to_string(len);
+  const int64_t rows = len == 0 ? 0 : x.numel() / len;
+  std::vector<T> row(static_cast<size_t>(len));
+  std::vector<int64_t> order(static_cast<size_t>(len));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < len; ++j) {
+      row[static_cast<size_t>(j)] = load_element<T>(x, r * len + j);
+      order[static_cast<size_t>(j)] = j;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+      const T u = row[static_cast<size_t>(i)], v = row[static_cast<size_t>(j)];
+      return is_nan(u) ? !is_nan(v) : (!is_nan(v) && u > v);
+    });
+    for (int64_t s = 0; s < k; ++s) out.set_int(r * k + s, order[static_cast<size_t>(s)]);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string eval_reduce(const OpArgs& a) {
   const HostTensor& x = *a.in[0];
+  if (a.node.op == OpKind::kTopk) {
+    switch (compute_of(x.dtype)) {
+      case Compute::kFloat:
+        return topk<float>(a);
+      case Compute::kDouble:
+        return topk<double>(a);
+      case Compute::kInt:
+        return topk<int64_t>(a);
+    }
+  }
   if (a.node.op == OpKind::kCumsum) {
     int64_t axis =
         norm_axis(a.node.attrs.get_int("dim").value_or(0), std::max<int64_t>(x.rank(), 1));

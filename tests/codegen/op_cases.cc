@@ -51,6 +51,22 @@ void add_thunder_coverage_cases(CaseBuilder& c) {
     ValueId m = b.input(DType::kBool, {n});
     b.output(b.op(OpKind::kCumsum, {m}, {{"dim", int64_t{0}}}));  // bool -> i64 counts
   });
+  c.add("topk", OpKind::kTopk, [](GraphBuilder& b, SymExpr n) {
+    // Note [Top-k op]: ties (small integers as f32, and i64), -inf runs past the finite values
+    // (k = 16 of 24), NaNs first, k = 1, and k = the row's length over rank-3 bf16 rows.
+    auto topk = [&](ValueId x, int64_t k) { return b.op(OpKind::kTopk, {x}, {{"k", k}}); };
+    ValueId x = b.input(DType::kF32, {n, 24});
+    ValueId three = b.op(OpKind::kConstant, {}, {{"dtype", DType::kF32}, {"value", 3.0}});
+    ValueId steps = b.op(OpKind::kCast, {b.op(OpKind::kMul, {x, three})}, {{"dtype", DType::kI64}});
+    ValueId ties = b.op(OpKind::kCast, {steps}, {{"dtype", DType::kF32}});
+    ValueId idx = topk(ties, 8);
+    b.output(idx);
+    b.output(b.op(OpKind::kGather, {ties, idx}, {{"dim", int64_t{1}}}));
+    b.output(topk(steps, 1));
+    b.output(topk(b.op(OpKind::kLog, {b.op(OpKind::kRelu, {x})}), 16));  // -inf where x <= 0
+    b.output(topk(b.op(OpKind::kSqrt, {x}), 8));                         // NaN where x < 0
+    b.output(topk(b.input(DType::kBF16, {n, 5, 7}), 7));
+  });
   c.add("sym_constant", OpKind::kSymConstant, [](GraphBuilder& b, SymExpr n) {
     ValueId x = b.input(DType::kF32, {n, 3});
     ValueId count = b.op(OpKind::kSymConstant, {},

@@ -159,6 +159,9 @@ Graph build_one(OpKind kind) {
     case OpKind::kCumsum:
       out = b.op(kind, {x}, {{"dim", int64_t{0}}, {"dtype", DType::kF64}});
       break;
+    case OpKind::kTopk:
+      out = b.op(kind, {x}, {{"k", int64_t{3}}});
+      break;
     case OpKind::kExpertOffsets:
     case OpKind::kExpertOrder:
       out = b.op(kind, {b.input(DType::kI64, {s, 2})}, {{"num_experts", int64_t{4}}});

@@ -126,6 +126,52 @@ def test_topk_rows_of_equal_values_give_distinct_indices(fresh):
     assert dyngen.stats()["fallbacks"] == []
 
 
+def _olmoe_router(logits):
+    """OLMoE's router: bf16 logits, softmax in f32, the top 8 of 64 experts."""
+    w = torch.softmax(logits, dim=-1, dtype=torch.float32)
+    return torch.topk(w, 8, dim=-1)
+
+
+def test_topk_bf16_router_matches_torch_on_distinct_values(fresh):
+    """Distinct logits leave no freedom: values and indices equal torch.topk's, along the last
+    dim and (through the swap to the last dim and back) along the first."""
+    router = torch.compile(_olmoe_router, backend=dyngen.aot.backend, dynamic=True)
+    first = torch.compile(lambda x: x.topk(3, dim=0), backend=dyngen.aot.backend, dynamic=True)
+    for n in (1, 5, 37):
+        logits = torch.stack([torch.randperm(64) for _ in range(n)]).to(torch.bfloat16) / 8
+        v, i = router(logits)
+        want = _olmoe_router(logits)
+        torch.testing.assert_close(v, want.values)  # the softmax's ulps; the pick is exact
+        assert torch.equal(i, want.indices)
+        cols = torch.stack([torch.randperm(n + 3) for _ in range(4)], dim=1).float()
+        v, i = first(cols)
+        assert torch.equal(v, cols.topk(3, dim=0).values)
+        assert torch.equal(i, cols.topk(3, dim=0).indices)
+    assert dyngen.stats()["fallbacks"] == []
+
+
+def test_topk_bf16_ties_nan_and_k_equal_to_the_row_follow_the_note(fresh):
+    """Note [Top-k ties]: exact bf16 ties go lower index first (a stable descending sort), NaN
+    ranks above every number; the values match torch.topk's; k = 16 = the row's length."""
+    router = torch.compile(_olmoe_router, backend=dyngen.aot.backend, dynamic=True)
+    whole = torch.compile(lambda x: x.topk(16), backend=dyngen.aot.backend, dynamic=True)
+    for n in (3, 9):
+        logits = torch.randint(-2, 3, (n, 64)).to(torch.bfloat16)  # five values: ties everywhere
+        logits[0, 40] = float("nan")
+        v, i = router(logits)
+        w = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        stable = torch.sort(w, dim=-1, descending=True, stable=True).indices[:, :8]
+        assert torch.equal(i, stable)
+        torch.testing.assert_close(v[1:], _olmoe_router(logits).values[1:])
+        assert v[0].isnan().all()  # a NaN logit makes its row's softmax NaN
+        row = torch.randint(-3, 3, (n, 16)).float()
+        row[:, 5] = float("-inf")
+        v, i = whole(row)
+        assert torch.equal(i, torch.sort(row, dim=-1, descending=True, stable=True).indices)
+        assert torch.equal(v, row.topk(16).values)
+    assert dyngen.stats()["fallbacks"] == []
+
+
 def test_topk_with_a_large_k_runs_as_aten_and_says_so(fresh):
     from dyngen.options import options, set_options
 

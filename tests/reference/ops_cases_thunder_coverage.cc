@@ -1,5 +1,5 @@
 // Cases for the ops added for ThunderFX coverage: cumsum, index_copy, gather, scatter,
-// sym_constant, and sinc at 0 (its removable singularity).
+// sym_constant, and sinc at 0 (its removable singularity); and the MoE router's topk.
 #include "op_case.h"
 
 namespace dg::testing {
@@ -41,6 +41,28 @@ void add_thunder_coverage_cases(std::vector<OpCase>& cases) {
                            T(DType::kI64, {2}, {4, 0}), T(DType::kF32, {2, 2}, {-1, -2, -3, -4})});
          EXPECT_NE(e.find("out of range"), std::string::npos) << e;
        }});
+  cases.push_back(
+      {OpKind::kTopk, "nan_first_then_ties_by_position", [] {
+         // Note [Top-k op]: the NaNs by position, then descending, -0 and +0 tied, -inf last.
+         const double nan = std::nan(""), inf = INFINITY;
+         Graph g = one_op(OpKind::kTopk, {{DType::kF32, {2, 9}}}, {{"k", int64_t{9}}});
+         HostTensor x = T(DType::kF32, {2, 9},
+                          {1, nan, 3, nan, 3, -0.0, 0, -inf, -inf,  //
+                           -inf, -inf, -inf, 2, -inf, 2, 2, -1, -inf});
+         expect_tensor(run1(g, {x}), DType::kI64, {2, 9},
+                       {1, 3, 2, 4, 0, 5, 6, 7, 8, 3, 5, 6, 7, 0, 1, 2, 4, 8});
+         Graph one = one_op(OpKind::kTopk, {{DType::kF32, {2, 9}}}, {{"k", int64_t{1}}});
+         expect_tensor(run1(one, {x}), DType::kI64, {2, 1}, {1, 3});
+       }});
+  cases.push_back({OpKind::kTopk, "integers_and_bf16", [] {
+                     Graph g = one_op(OpKind::kTopk, {{DType::kI32, {5}}}, {{"k", int64_t{3}}});
+                     expect_tensor(run1(g, {T(DType::kI32, {5}, {4, 7, 4, 7, -9})}), DType::kI64,
+                                   {3}, {1, 3, 0});
+                     // 1 and 1 + 2^-9 are one bf16 value: a tie, so position order.
+                     Graph h = one_op(OpKind::kTopk, {{DType::kBF16, {4}}}, {{"k", int64_t{2}}});
+                     expect_tensor(run1(h, {T(DType::kBF16, {4}, {0.5, 1, 1.001953125, 0.75})}),
+                                   DType::kI64, {2}, {1, 2});
+                   }});
   cases.push_back({OpKind::kGather, "per_row_pick", [] {
                      Graph g =
                          one_op(OpKind::kGather, {{DType::kF32, {2, 3}}, {DType::kI64, {2, 1}}},

@@ -139,6 +139,12 @@ def _cumsum(xs, a, bind, device):
     return torch.cumsum(xs[0], a["dim"], dtype=a["dtype"].torch if "dtype" in a else None)
 
 
+def _topk(xs, a, bind, device):
+    # A stable descending sort: NaN first, ties by the lower index (Note [Top-k op]).
+    order = torch.sort(xs[0], dim=-1, descending=True, stable=True).indices
+    return order[..., : a["k"]]
+
+
 def _unary_evaluator(op):
     # _UNARY is read at call time, so a test may replace one of its entries.
     return lambda xs, a, bind, device: _UNARY[op](xs[0])
@@ -166,6 +172,7 @@ _EVALUATORS = {
     "matmul": lambda xs, a, bind, device: torch.matmul(*xs),
     **{op: _reduce_evaluator(op) for op in ("sum", "mean", "amax")},
     "cumsum": _cumsum,
+    "topk": _topk,
     "reshape": lambda xs, a, bind, device: xs[0].reshape(_ints(a["shape"], bind)),
     "permute": lambda xs, a, bind, device: xs[0].permute(list(a["dims"])),
     "expand": lambda xs, a, bind, device: xs[0].expand(_ints(a["shape"], bind)),

@@ -1,16 +1,17 @@
 """FX -> IR handlers for the selection ops that MoE routers use: gather, scatter (value and src),
 scatter_add, max/min along a dim, topk. Registered into registry.HANDLERS.
 
-gather and scatter are catalog ops; the others are compositions of catalog ops, so they compile
-once for every size like the rest of the graph.
+gather, scatter and topk (the indices; the values are a gather) are catalog ops; the others are
+compositions of catalog ops, so they compile once for every size like the rest of the graph.
 
 Note [Arg-max by composition]
 max(x, dim) returns the values (amax) and the index of the first maximum, as PyTorch does: the
 index is the smallest position whose value equals the maximum, taken as -amax(-candidate) over an
 i64 candidate that is the position where x hits the maximum and the dim's size elsewhere. NaN is
 the maximum when present (amax propagates it), and a position hits when it is NaN too. topk(k)
-takes k such picks, each excluding the positions already taken (a mask, not a -inf sentinel, so
-rows holding -inf or the dtype's lowest value still give k distinct indices).
+was k such picks, each excluding the positions already taken; the IR's `topk` op gives the same
+order in one kernel (Note [Top-k op] in ir/shape_infer.cc): the NaNs first, then descending
+values, a tie (-inf and the dtype's lowest included) by the lower index, k distinct indices.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from .nn_ops import _iota, logical_and, logical_not, logical_or, numel
 from .registry import register
 from .values import Ref
 
-TOPK_MAX_K = 16  # k picks unroll into k reductions: beyond this a sort would be the right tool
+# The IR's kTopkMaxK (ir/shape_infer.h): the kernel keeps k candidates per row in registers;
+# beyond this a sort would be the right tool.
+TOPK_MAX_K = 16
 
 
 def _dim(c, x, dim) -> int:
@@ -114,30 +117,19 @@ def scatter_add(c, x, dim, index, src):
     return c.reshape(out, tuple(xt.shape))
 
 
-def _lowest(c, dtype):
-    if dtype.is_float:
-        return c.const(float("-inf"), dtype)
-    if dtype == DType.BOOL:
-        return c.const(False)
-    return c.const(-(2**63) if dtype == DType.I64 else -(2**31), dtype)
-
-
-def _first_max(c, x, d, taken=None):
-    """(the max along d, kept as a dim of 1, and the i64 index of its first position) over the
-    positions not `taken` (Note [Arg-max by composition])."""
+def _first_max(c, x, d):
+    """(the max along d, kept as a dim of 1, and the i64 index of its first position)
+    (Note [Arg-max by composition])."""
     t = c.type(x)
     keep = {"dims": (d,), "keepdim": 1}
-    cur = x if taken is None else c.op("where", [taken, _lowest(c, t.dtype), x])
-    m = c.op("amax", [cur], keep)
-    hit = c.op("eq", [cur, m])
+    m = c.op("amax", [x], keep)
+    hit = c.op("eq", [x, m])
     if t.dtype.is_float:
-        hit = logical_or(c, hit, c.op("ne", [cur, cur]))
-    if taken is not None:
-        hit = logical_and(c, hit, logical_not(c, taken))
+        hit = logical_or(c, hit, c.op("ne", [x, x]))
     pos = _iota_along(c, list(t.shape), d)
     cand = c.op("where", [hit, pos, c.sym_scalar(t.shape[d], DType.I64)])
     first = c.op("neg", [c.op("amax", [c.op("neg", [cand])], keep)])
-    return m, first, pos
+    return m, first
 
 
 def _drop_dim(c, r, d, keepdim):
@@ -157,15 +149,16 @@ def max_(c, x, dim=None, keepdim=False):
     if c.type(x).rank == 0:
         return x, c.const(0)
     d = _dim(c, x, dim)
-    m, first, _ = _first_max(c, x, d)
+    m, first = _first_max(c, x, d)
     return _drop_dim(c, m, d, keepdim), _drop_dim(c, first, d, keepdim)
 
 
 # Note [Top-k ties]
-# Among equal values dyngen's top-k takes the lower index first, as a stable descending sort
-# would: the same answer on every executor and every call. PyTorch does not specify an order for
-# ties, and its CPU top-k leaves them as its partial sort happens to (experts 51, 57, 4 for three
-# equal router probabilities, where dyngen says 4, 51, 57). The values are the same; the indices
+# Among equal values dyngen's top-k (the IR's `topk` op, Note [Top-k op] in ir/shape_infer.cc)
+# takes the lower index first, as a stable descending sort would: the same answer on every
+# executor and every call. PyTorch does not specify an order for ties, and its CPU top-k leaves
+# them as its partial sort happens to (experts 51, 57, 4 for three equal router probabilities,
+# where dyngen says 4, 51, 57). The values are the same; the indices
 # differ only within a run of equal values, so a tie across the k-th place can route a token to
 # another expert than eager's. A bf16 router makes such ties common (tiny OLMoE: a few tokens a
 # step). The training checks count the experts tied at the k-th place as routed apart:
@@ -193,16 +186,17 @@ def topk(c, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's 
             c.op("full", [], {"dtype": t.dtype, "shape": SymList(shape), "value": zero}),
             c.op("full", [], {"dtype": DType.I64, "shape": SymList(shape), "value": 0}),
         )
-    values, indices, taken = [], [], None
-    for _ in range(k):
-        m, first, pos = _first_max(c, x, d, taken)
-        values.append(m)
-        indices.append(first)
-        now = c.op("eq", [pos, first])
-        taken = now if taken is None else logical_or(c, taken, now)
-    if k == 1:
-        return values[0], indices[0]
-    return c.op("cat", values, {"dim": d}), c.op("cat", indices, {"dim": d})
+    last = t.rank - 1
+    if d != last:  # the op works along the last dim: swap d there and back (a swap undoes itself)
+        perm = list(range(t.rank))
+        perm[d], perm[last] = last, d
+        x = c.op("permute", [x], {"dims": tuple(perm)})
+    indices = c.op("topk", [x], {"k": k})
+    values = c.op("gather", [x, indices], {"dim": last})
+    if d != last:
+        values = c.op("permute", [values], {"dims": tuple(perm)})
+        indices = c.op("permute", [indices], {"dims": tuple(perm)})
+    return values, indices
 
 
 def _triangle(c, x, diagonal: int, upper: bool):
