@@ -31,7 +31,11 @@ trace raises at the first call, or its first call returns outputs whose shapes o
 from Dynamo's) is compiled by dyngen instead, through AOTAutograd as a dynamic graph is (static
 sizes are a special case of symbolic ones), with a warning naming Thunder's failure. Only when
 dyngen fails too does it run eagerly, with a recorded fallback (counters.record_fallback);
-either way the training step goes on.
+either way the training step goes on. Thunder's failed first call may have drawn random numbers
+before it failed (Phi-3.5-MoE's input jitter: two `uniform_` draws, then the router's in-place
+op on a leaf raises), so the generators' states are taken before that call and put back before
+the graph runs again: the run that counts draws what eager would, and losses stay step for step
+comparable with eager's (the stream ran 2900 words ahead from step 0 on before).
 
 Note [Graphs holding dyngen ops]
 A Dynamo graph holding a `torch.ops.dyngen.*` primitive (the grouped experts of moe/, Note [MoE
@@ -218,14 +222,17 @@ class _GuardedThunder:
             return self.instead(*args)
         if self.checked:
             return self.split(*args)
+        generators = _generator_states()  # Note [When Thunder fails]
         try:
             out = self.split(*args)
         except Exception as e:  # noqa: BLE001
+            _restore_generators(generators)
             return self._fall_back(
                 args, f"Thunder failed at its first call: {type(e).__name__}: {e}"
             )
         bad = _mismatch(self.gm, out)
         if bad:
+            _restore_generators(generators)
             return self._fall_back(args, f"Thunder's outputs differ from Dynamo's: {bad}")
         self.checked = True
         count_where("thunder", thunder=_call_nodes(self.gm))
@@ -234,6 +241,19 @@ class _GuardedThunder:
     def _fall_back(self, args, reason):
         self.instead = self.owner._instead(self.gm, list(args), self.rec, reason)
         return self.instead(*args)
+
+
+def _generator_states():
+    """The CPU generator's state, and the CUDA generators' when CUDA is in use."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _restore_generators(states) -> None:
+    cpu, cuda = states
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def _mismatch(gm, out) -> str:

@@ -12,6 +12,7 @@ import torch
 from ..core.ir import SymExpr, SymList, provably_ge, sym_max, sym_min
 from ..core.ops import DType
 from ..errors import Unsupported
+from . import attention_ops as _attention
 from . import nn_ops as _nn
 from .registry import register
 from .sym_ops import SymBool
@@ -319,7 +320,9 @@ def _advanced_index(c, x: Ref, items: list):
     dims = [p for p, _ in tensor_pos]
     if dims != list(range(dims[0], dims[0] + len(dims))):
         _fail(c, "index tensors that are not adjacent")
-    xf, lin, _ = _gather_dims(c, cur, dims[0], [r for _, r in tensor_pos], flatten=True)
+    # Note [Index tensors that broadcast] (attention_ops.py)
+    idxs = _attention.broadcast_index_tensors(c, [r for _, r in tensor_pos])
+    xf, lin, _ = _gather_dims(c, cur, dims[0], idxs, flatten=True)
     out = c.op("index_select", [xf, lin], {"dim": dims[0]})
     return c.reshape(out, c.out_shape())
 
@@ -438,6 +441,16 @@ def _fill_arg(position):
     return lambda args, kw: kw.get("fill_value", args[position] if len(args) > position else 0)
 
 
+def _copy(c, dst, src, non_blocking=False):
+    """aten.copy, the functional copy_ (a backward's clone of an in-place update: new_empty_strided
+    then copy): src's values cast to dst's dtype and broadcast to its shape."""
+    shape = c.type(dst).shape
+    src = c.cast(c.tensor(src), c.type(dst).dtype)
+    if tuple(c.type(src).shape) == tuple(shape):
+        return src
+    return c.op("expand", [src], {"shape": SymList(shape)})
+
+
 # ---- the table ----------------------------------------------------------------------------------
 
 _TABLE = {
@@ -489,13 +502,22 @@ _TABLE = {
     "new_full": _factory(_fill_arg(2)),
     "scalar_tensor": _factory(_fill_arg(0)),
     "clone": _identity,
+    "copy": _copy,
     "contiguous": _identity,
     "detach": _identity,
     "alias": _identity,
     "lift_fresh_copy": _identity,
     "lift_fresh": _identity,
 }
-for _n in ("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty"):
+for _n in (
+    "zeros",
+    "zeros_like",
+    "new_zeros",
+    "empty",
+    "empty_like",
+    "new_empty",
+    "new_empty_strided",
+):
     _TABLE[_n] = _factory(0)
 for _n in ("ones", "ones_like", "new_ones"):
     _TABLE[_n] = _factory(1)
