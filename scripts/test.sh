@@ -42,7 +42,8 @@ run_pytest() {
   # The second Hugging Face generation (transformers 5 + PEFT 0.21, the .venv-hf5 overlay of
   # scripts/setup.sh): the tests that need it, which must not skip there (DYNGEN_REQUIRE_HF5).
   DYNGEN_REQUIRE_HF5=1 PYTHONPATH=.venv-hf5 DYNGEN_STRICT=1 DYNGEN_EXECUTOR=emulate \
-    .venv/bin/python -m pytest tests/python/test_hf5_models.py -q || rc=$?
+    .venv/bin/python -m pytest tests/python/test_hf5_models.py tests/bench/test_upstream_peft_hf5.py -q \
+    || rc=$?
   return "$rc"
 }
 

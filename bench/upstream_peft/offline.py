@@ -160,7 +160,9 @@ def initialise(model, seed: int) -> None:
             if hasattr(m, "rope_init_fn") and isinstance(
                 getattr(m, "inv_freq", None), torch.Tensor
             ):
-                inv, scaling = m.rope_init_fn(m.config, m.inv_freq.device)
+                # device by keyword: transformers 5's compute_default_rope_parameters(config,
+                # **kwargs) takes no second positional argument (PhiMoE keeps rope_init_fn)
+                inv, scaling = m.rope_init_fn(m.config, device=m.inv_freq.device)
                 m.inv_freq.copy_(inv)
                 if isinstance(getattr(m, "original_inv_freq", None), torch.Tensor):
                     m.original_inv_freq.copy_(inv)

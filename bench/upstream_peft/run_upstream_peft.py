@@ -4,6 +4,11 @@ lightning-thunder), run offline at tiny scale under eager, stock ThunderFX and d
 
     .venv/bin/python bench/upstream_peft/run_upstream_peft.py [--model all] [--max-steps 4]
     .venv/bin/python bench/upstream_peft/run_upstream_peft.py --nproc-per-node 2 -- --var-seq-length
+    PYTHONPATH=.venv-hf5 .venv/bin/python bench/upstream_peft/run_upstream_peft.py  # transformers 5
+
+On transformers 5 + PEFT 0.21 (the children inherit PYTHONPATH) PhiMoE's router is excluded from
+LoRA as a user of the script must (hf5_script.py, Note [Upstream benchmark_peft on transformers
+5]).
 
 Each (model, backend) runs in a child process that imports the installed script and calls its
 `main()` with its own command line (`--compile thunder` for both ThunderFX variants); nothing in
@@ -24,11 +29,13 @@ gloo and the CPU (offline.distributed_cpu_redirects). One table per model and ra
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,6 +94,7 @@ class StepLog:
 def install_hooks(args, log: StepLog) -> list[str]:
     import random
 
+    import hf5_shims
     import models
     import offline
     import thunder.dynamo
@@ -142,6 +150,10 @@ def install_hooks(args, log: StepLog) -> list[str]:
         return log.compiled
 
     thunder.dynamo.thunderfx = thunderfx
+    if hf5_shims.generation() >= 5:  # Note [Upstream benchmark_peft on transformers 5]
+        import hf5_script
+
+        hf5_script.exclude_router_from_lora(bp, notes)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     return notes
@@ -159,7 +171,8 @@ def child(args) -> dict:
     from thunder.benchmarks import benchmark_peft as bp
 
     log = StepLog(args.backend)
-    notes += install_hooks(args, log) + ([note] if note else [])
+    hook_notes = install_hooks(args, log)  # grows while the script runs (hf5_script)
+    notes += [note] if note else []
     script_argv = [
         "benchmark_peft.py",
         "--model",
@@ -183,13 +196,17 @@ def child(args) -> dict:
         "notes": notes,
         "rank": int(os.environ.get("RANK", "0")),
         "world_size": world_size(),
+        "transformers": importlib.metadata.version("transformers"),
     }
     try:
         bp.main(bp.parse_args())
         result["status"] = "ok"
     except BaseException as e:  # noqa: BLE001 - recorded in the table
-        result["status"] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        first_line = (str(e).splitlines() or [""])[0]  # some errors have no message
+        result["status"] = f"error: {type(e).__name__}: {first_line[:200]}"
+        result["traceback"] = traceback.format_exc()[-3000:]
     result["steps"] = log.steps
+    result["notes"] += hook_notes
     if args.backend == "dyngen":
         import dyngen
 
