@@ -237,10 +237,13 @@ def test_rotate_half_and_slices_from_the_end(fresh):
         xr = x.detach().clone().requires_grad_()
         got, want = compiled(x), f(xr)
         torch.testing.assert_close(got, want)
-        torch.testing.assert_close(
+        # The gradient sums terms of up to ~300 with cancellation: dyngen and eager each land
+        # ~3e-5 from the f64 value at some draws, so the bound scales with the gradient's size.
+        g, w = (
             torch.autograd.grad(got.square().sum(), x)[0],
             torch.autograd.grad(want.square().sum(), xr)[0],
         )
+        torch.testing.assert_close(g, w, rtol=1.3e-6, atol=1e-6 * w.abs().max().item())
     s = dyngen.stats()
     assert s["fallbacks"] == [] and s["ops_where"]["aten"] == 0, s
     assert s["dynamic_graphs"] + s["graphs_where"]["dyngen"] >= 1 and s["backend_calls"] == 1, s
