@@ -34,3 +34,34 @@ def fresh():
     dyngen.reset_stats()
     yield
     torch._dynamo.reset()
+
+
+def _with_executor(name):
+    from dyngen.options import options, set_options
+
+    saved = options()
+    set_options(executor=name)
+    return saved
+
+
+@pytest.fixture(params=["reference", "emulate"])
+def executor(request):
+    """Each test once on the ATen executor and once on the generated kernels under host
+    emulation, whatever DYNGEN_EXECUTOR says."""
+    from dyngen.options import set_options
+
+    saved = _with_executor(request.param)
+    yield request.param
+    set_options(**saved.__dict__)
+
+
+@pytest.fixture
+def reference_executor():
+    """The ATen executor (dyngen's CPU default; DYNGEN_EXECUTOR=reference) whatever the suite's
+    DYNGEN_EXECUTOR says: the generated kernels under host emulation would take minutes for
+    whole training runs, and short cases run through them (test_grouped_experts.py)."""
+    from dyngen.options import set_options
+
+    saved = _with_executor("reference")
+    yield
+    set_options(**saved.__dict__)

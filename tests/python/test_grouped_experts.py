@@ -146,19 +146,6 @@ class Experts(nn.Module):
         return out
 
 
-@pytest.fixture
-def reference_executor():
-    """The ATen executor (dyngen's CPU default; DYNGEN_EXECUTOR=reference) whatever the suite's
-    DYNGEN_EXECUTOR says: the generated kernels under host emulation would take minutes here,
-    and one short case runs through them (below)."""
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor="reference")
-    yield
-    set_options(**saved.__dict__)
-
-
 def rel(got: torch.Tensor, want: torch.Tensor) -> float:
     got, want = got.detach().double(), want.detach().double()
     return float((got - want).norm() / want.norm().clamp_min(1e-30))

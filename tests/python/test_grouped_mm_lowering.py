@@ -23,16 +23,6 @@ CASES = {
 }
 
 
-@pytest.fixture(params=["reference", "emulate"])
-def executor(request):
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor=request.param)
-    yield request.param
-    set_options(**saved.__dict__)
-
-
 def _inputs(rows, counts, dtype, seed):
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(rows, K, generator=g).to(dtype)

@@ -17,16 +17,6 @@ import dyngen.aot
 HEADS, DIM, HIDDEN = 4, 8, 32
 
 
-@pytest.fixture(params=["reference", "emulate"])
-def executor(request):
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor=request.param)
-    yield request.param
-    set_options(**saved.__dict__)
-
-
 def hf5_mask(position_ids, padding, with_or):
     """[B, 1, S, S] bool, as transformers 5's sdpa_mask makes it without vmap: index tensors
     broadcast over (batch, head, q, kv); the causal term reads the positions through them, the

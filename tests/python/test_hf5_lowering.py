@@ -28,16 +28,6 @@ ROUTES = {
 }
 
 
-@pytest.fixture(params=["reference", "emulate"])
-def executor(request):
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor=request.param)
-    yield request.param
-    set_options(**saved.__dict__)
-
-
 def experts(hidden, top_k_index, top_k_weights, gate_up, down):
     """grouped_mm_experts_forward of transformers 5.23 for a gated experts module (OLMoE's)."""
     num_top_k = top_k_index.size(-1)

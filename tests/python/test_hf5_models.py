@@ -101,18 +101,6 @@ LENGTHS = (20, 27, 14, 33, 18, 25, 30, 12, 23, 16)  # a new sequence length ever
 WARMUP = 2  # the first call is static, the second symbolic (Note [Which graphs are dynamic])
 
 
-@pytest.fixture
-def reference_executor():
-    """The ATen executor whatever DYNGEN_EXECUTOR says (as test_moe_grouped.py: the generated
-    kernels under host emulation would take minutes for ten training steps)."""
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor="reference")
-    yield
-    set_options(**saved.__dict__)
-
-
 class _LimitWarnings(logging.Handler):
     """Dynamo's "hit config.recompile_limit" warnings (a frame it gave up compiling)."""
 

@@ -28,19 +28,6 @@ SEQ_LENGTHS = [5, 9, 12, 17, 23, 30]  # batch 2: T = 10, 18, ... a new token cou
 WARMUP = 2  # the first call is static, the second symbolic (Note [Which graphs are dynamic])
 
 
-@pytest.fixture
-def reference_executor():
-    """The ATen executor (dyngen's CPU default; DYNGEN_EXECUTOR=reference) whatever the suite's
-    DYNGEN_EXECUTOR says: the generated kernels under host emulation would take minutes here,
-    and one short case runs through them (test_grouped_experts.py)."""
-    from dyngen.options import options, set_options
-
-    saved = options()
-    set_options(executor="reference")
-    yield
-    set_options(**saved.__dict__)
-
-
 class Block(nn.Module):
     """One MoE block of `name`'s tiny config; the output and the router's logits (OLMoE, PhiMoE)
     or routing probabilities (DBRX) are what the block returns."""
