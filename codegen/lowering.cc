@@ -58,7 +58,8 @@ void LoweringContext::add_kernel(KernelLaunch launch, const std::string& source)
         return it->second;
       },
       &launch);
-  body_ += "// " + launch.summary + "\n" + source + "\nDG_EMU_ENTRY(" + launch.name + ")\n\n";
+  (launch.fallback ? fallback_body_ : body_) +=
+      "// " + launch.summary + "\n" + source + "\nDG_EMU_ENTRY(" + launch.name + ")\n\n";
   plan_.kernels.push_back(std::move(launch));
 }
 
@@ -76,6 +77,7 @@ bool LoweringContext::has_tensor_maps() const {
 
 KernelPlan LoweringContext::finish(const std::string& prelude) {
   plan_.source = prelude + body_;
+  if (!fallback_body_.empty()) plan_.fallback_source = prelude + fallback_body_;
   return std::move(plan_);
 }
 

@@ -36,7 +36,8 @@ class LoweringContext {
   void set_current_nodes(std::vector<int> nodes) { current_nodes_ = std::move(nodes); }
   const std::vector<int>& current_nodes() const { return current_nodes_; }
   // Adds a kernel's source and launch record. An empty launch.nodes becomes the current node(s);
-  // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]).
+  // FLOPs and bytes are computed from nodes and buffers (Note [Kernel cost model]). A GEMM's
+  // fallback kernel goes to the second translation unit (Note [Fallbacks compiled on first need]).
   void add_kernel(KernelLaunch launch, const std::string& source);
 
   // Whether a kernel added so far takes tensor maps (an sm_90a GEMM, Note [Tensor maps]).
@@ -49,7 +50,7 @@ class LoweringContext {
   CodegenOptions options_;
   KernelPlan plan_;
   std::map<ValueId, BufferRef> buffer_of_;
-  std::string body_;
+  std::string body_, fallback_body_;
   int kernel_count_ = 0;
   std::vector<int> current_nodes_;
 };

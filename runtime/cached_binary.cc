@@ -23,4 +23,21 @@ Result<CachedBinary> cached_device_binary(const std::string& source, const std::
   return b;
 }
 
+Result<std::vector<CachedBinary>> cached_executable_binaries(const Executable& exe,
+                                                             const std::string& arch,
+                                                             const std::string& cache_dir) {
+  std::vector<CachedBinary> out;
+  for (const std::string* source : {&exe.plan().source, &exe.plan().fallback_source}) {
+    if (source->empty()) continue;
+    if (source == &exe.plan().fallback_source) {
+      Status built = exe.build_fallbacks();
+      if (!built.ok()) return built;
+    }
+    Result<CachedBinary> b = cached_device_binary(*source, arch, cache_dir);
+    if (!b.ok()) return b.status();
+    out.push_back(std::move(b).value());
+  }
+  return out;
+}
+
 }  // namespace dg

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/executable.h"
 #include "runtime/ptxas_report.h"
 #include "runtime/status.h"
 
@@ -20,5 +21,12 @@ struct CachedBinary {
 // missing (a cache that fell back to memory) or is not a device payload.
 Result<CachedBinary> cached_device_binary(const std::string& source, const std::string& arch,
                                           const std::string& cache_dir);
+
+// Every kernel of `exe` (compiled for `arch` into `cache_dir`) in one record: the first
+// translation unit's binary, then the fallbacks' (built now if no call needed them yet: Note
+// [Fallbacks compiled on first need] in codegen/kernel_plan.h), with both ptxas reports.
+Result<std::vector<CachedBinary>> cached_executable_binaries(const Executable& exe,
+                                                             const std::string& arch,
+                                                             const std::string& cache_dir);
 
 }  // namespace dg

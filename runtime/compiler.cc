@@ -184,7 +184,11 @@ Step<GeneratedKernels> generate_kernels(const Graph& canonical, const CompileJob
   } catch (const std::exception& e) {
     return failure(DG_ERR_INTERNAL, std::string("codegen: ") + e.what());
   }
-  if (!request.emit_dir.empty()) write_file(emit / "kernels.cu", out.plan.source);
+  if (!request.emit_dir.empty()) {
+    write_file(emit / "kernels.cu", out.plan.source);
+    if (!out.plan.fallback_source.empty())
+      write_file(emit / "fallback_kernels.cu", out.plan.fallback_source);
+  }
   return out;
 }
 
@@ -291,12 +295,31 @@ void count_binary_lookup(CacheHit hit) {
   if (hit == CacheHit::kMiss) count_stat(Stat::cache_misses);
 }
 
+// Note [Fallbacks compiled on first need] (codegen/kernel_plan.h): the fallback kernels' module,
+// built the first time the executable needs it, through the same cache as the first.
+FallbackBuilder fallback_builder(const std::string& source, const ResolvedTarget& target,
+                                 DiskCache& cache) {
+  if (source.empty()) return nullptr;
+  return [source, target, &cache]() -> Result<std::unique_ptr<KernelModule>> {
+    Result<BinaryKey> key = binary_key(source, target);
+    if (!key.ok()) return key.status();
+    Binary binary = look_up_binary(cache, key.value());
+    Step<std::unique_ptr<KernelModule>> module =
+        build_and_load(binary, source, key.value(), target, cache);
+    if (!module.ok()) return Status::error(module.failure().error);
+    count_binary_lookup(binary.hit);
+    count_stat(Stat::fallback_builds);
+    return std::move(*module);
+  };
+}
+
 // The executable, remembered for find_compiled.
 CompileOutcome make_executable(GeneratedKernels generated, std::unique_ptr<KernelModule> module,
-                               const Binary& binary, const BinaryKey& key,
-                               const std::string& target, const std::string& request_key) {
+                               FallbackBuilder build_fallbacks, const Binary& binary,
+                               const BinaryKey& key, const std::string& target,
+                               const std::string& request_key) {
   auto exe = Executable::create(std::move(generated.optimized), std::move(generated.plan),
-                                std::move(module), target);
+                                std::move(module), target, std::move(build_fallbacks));
   if (!exe.ok()) return failure(DG_ERR_UNSUPPORTED, exe.message());
   count_stat(Stat::graphs_compiled);
   CompileOutcome o;
@@ -344,8 +367,9 @@ CompileOutcome compile_graph(const Graph& input, const CompileRequest& request) 
       build_and_load(binary, source, key.value(), job->target, cache);
   if (!module.ok()) return module.failure();
   count_binary_lookup(binary.hit);
-  return make_executable(std::move(*generated), std::move(*module), binary, key.value(),
-                         job->target.name, request_key);
+  FallbackBuilder fallbacks = fallback_builder(generated->plan.fallback_source, job->target, cache);
+  return make_executable(std::move(*generated), std::move(*module), std::move(fallbacks), binary,
+                         key.value(), job->target.name, request_key);
 }
 
 }  // namespace dg

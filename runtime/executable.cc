@@ -42,12 +42,14 @@ size_t dtype_bytes(int32_t code) {
 
 Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan plan,
                                                        std::unique_ptr<KernelModule> module,
-                                                       std::string target) {
+                                                       std::string target,
+                                                       FallbackBuilder build_fallbacks) {
   std::shared_ptr<Executable> e(new Executable());
   e->graph_ = std::move(graph);
   e->plan_ = std::move(plan);
   e->module_ = std::move(module);
   e->target_ = std::move(target);
+  e->build_fallbacks_ = std::move(build_fallbacks);
   const Graph& g = e->graph_;
 
   // Note [Binding symbols]
@@ -101,13 +103,51 @@ Result<std::shared_ptr<Executable>> Executable::create(Graph graph, KernelPlan p
   } catch (const std::exception& ex) {
     return Status::error(ex.what());
   }
+  // Note [Fallbacks compiled on first need]: with a builder, the fallbacks are the second
+  // module's kernels, in plan order.
+  std::vector<std::string> names;
+  size_t fallbacks = 0;
+  for (const KernelLaunch& k : e->plan_.kernels) {
+    const bool second = k.fallback && e->build_fallbacks_;
+    e->in_fallback_module_.push_back(second);
+    e->module_index_.push_back(second ? fallbacks++ : names.size());
+    if (!second) names.push_back(k.name);
+  }
+  if (fallbacks == 0) e->build_fallbacks_ = nullptr;
   if (e->module_) {
-    std::vector<std::string> names;
-    for (const KernelLaunch& k : e->plan_.kernels) names.push_back(k.name);
     Status s = e->module_->resolve(names);
     if (!s.ok()) return s;
   }
   return e;
+}
+
+Status Executable::build_fallbacks() const {
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  if (!build_fallbacks_ || fallbacks_built_) return fallback_status_;
+  fallbacks_built_ = true;
+  Result<std::unique_ptr<KernelModule>> built = build_fallbacks_();
+  if (!built.ok()) {
+    fallback_status_ = Status::error("the fallback kernels did not compile: " + built.message());
+    return fallback_status_;
+  }
+  fallback_module_ = std::move(built).value();
+  if (fallback_module_) {
+    std::vector<std::string> names;
+    for (const KernelLaunch& k : plan_.kernels)
+      if (k.fallback) names.push_back(k.name);
+    fallback_status_ = fallback_module_->resolve(names);
+  }
+  return fallback_status_;
+}
+
+Result<const KernelModule*> Executable::module_of(size_t k) const {
+  if (!in_fallback_module_[k]) return module_.get();
+  Status s = build_fallbacks();
+  if (!s.ok()) return s;
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  if (!fallback_module_)
+    return Status::error("the fallback kernels were compiled but could not be loaded here");
+  return static_cast<const KernelModule*>(fallback_module_.get());
 }
 
 Status Executable::check_devices(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs,
@@ -439,7 +479,10 @@ Status Executable::launch(const dg_tensor* inputs, int num_inputs, const dg_tens
       owed_by = k;
       continue;
     }
-    s = module_->launch(k, batch.device, grid, kl.block, kl.shared_bytes, args, stream);
+    Result<const KernelModule*> m = module_of(k);
+    if (!m.ok()) return Status::error(kl.name + ": " + m.message());
+    s = m.value()->launch(module_index_[k], batch.device, grid, kl.block, kl.shared_bytes, args,
+                          stream);
     if (!s.ok()) return Status::error(kl.name + ": " + s.message());
     if (kl.fallback) owed_by.reset();
   }

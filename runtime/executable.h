@@ -2,6 +2,7 @@
 // shapes, evaluates sizes and grids with the shape program, and launches the kernels.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,13 +32,20 @@ struct LaunchBatch {
   std::string tma_refusal;
 };
 
+// Note [Fallbacks compiled on first need] (codegen/kernel_plan.h): compiles (or finds in the
+// cache) and loads the module of plan.fallback_source; a null module when the target cannot run
+// here.
+using FallbackBuilder = std::function<Result<std::unique_ptr<KernelModule>>()>;
+
 class Executable {
  public:
   // `module` may be null: the executable then describes and prepares, but cannot launch (a
-  // binary compiled for a GPU this machine lacks).
+  // binary compiled for a GPU this machine lacks). With `build_fallbacks`, the plan's fallback
+  // kernels are not in `module` but in the module it builds on first need.
   static Result<std::shared_ptr<Executable>> create(Graph graph, KernelPlan plan,
                                                     std::unique_ptr<KernelModule> module,
-                                                    std::string target);
+                                                    std::string target,
+                                                    FallbackBuilder build_fallbacks = nullptr);
 
   int num_inputs() const { return static_cast<int>(graph_.inputs.size()); }
   int num_outputs() const { return static_cast<int>(graph_.outputs.size()); }
@@ -55,6 +63,10 @@ class Executable {
               void* workspace, LaunchBatch* batch) const;
   Status launch(const dg_tensor* inputs, int num_inputs, const dg_tensor* outputs, int num_outputs,
                 void* workspace, void* stream) const;
+  // Note [Fallbacks compiled on first need]: compiles and loads the fallback kernels now, as the
+  // first call that needs one would (once; later calls return the first one's result). For
+  // tools that read their binary, and for a cache prebuilt with them.
+  Status build_fallbacks() const;
 
  private:
   Executable() = default;
@@ -80,6 +92,9 @@ class Executable {
   // kernel; counts it and (once per executable) logs it.
   void report_tma_fallback(const KernelLaunch& kl, const LaunchBatch& batch) const;
 
+  // The module holding plan kernel `k` (built on first need for a fallback), or an error.
+  Result<const KernelModule*> module_of(size_t k) const;
+
   // Where each symbol's value comes from: input position and dim (-1 for a SymInt input).
   struct SymbolSource {
     int input;
@@ -96,6 +111,15 @@ class Executable {
   size_t input_dims_at_ = 0, output_dims_at_ = 0, workspace_at_ = 0, grids_at_ = 0,
          requirements_at_ = 0, checked_at_ = 0, maps_at_ = 0;
   mutable std::once_flag unaligned_logged_, tma_fallback_logged_;
+  // Note [Fallbacks compiled on first need]: per plan kernel, its position in its module and
+  // whether that module is the fallbacks'; the builder, and what it built (under fallback_mu_).
+  std::vector<size_t> module_index_;
+  std::vector<bool> in_fallback_module_;
+  FallbackBuilder build_fallbacks_;
+  mutable std::mutex fallback_mu_;
+  mutable bool fallbacks_built_ = false;
+  mutable Status fallback_status_;
+  mutable std::unique_ptr<KernelModule> fallback_module_;
 };
 
 }  // namespace dg

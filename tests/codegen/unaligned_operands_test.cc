@@ -135,6 +135,7 @@ TEST(UnalignedOperands, SlowPathIsCountedLoggedOnceAndExact) {
 // The paired kernel would fault on the shifted output (a GPU does, and so does the emulation's
 // dg_store_pair), so equal results show the fallback kernel wrote them (Note [GEMM fallbacks]).
 TEST(UnalignedOperands, OutputOffAPairBoundaryRunsTheFallback) {
+  const int64_t builds = runtime_stats().fallback_builds;
   Compiled c = compile_lora_linear(lora_linear_40());
   ASSERT_TRUE(c.exe);
   const int64_t sites = sites_pairing_output(c.exe->plan());
@@ -145,11 +146,15 @@ TEST(UnalignedOperands, OutputOffAPairBoundaryRunsTheFallback) {
   auto aligned = run_on_host(*c.exe, inputs.value());
   ASSERT_TRUE(aligned.ok()) << aligned.message();
   EXPECT_EQ(unaligned_launches(), before) << "an aligned output was written element by element";
+  // Note [Fallbacks compiled on first need]: not with the graph, nor for an aligned call.
+  EXPECT_FALSE(c.exe->plan().fallback_source.empty());
+  EXPECT_EQ(runtime_stats().fallback_builds, builds);
 
   ::testing::internal::CaptureStderr();
   const std::vector<uint8_t> first = run_shifted(*c.exe, inputs.value(), -1, true);
   const std::vector<uint8_t> second = run_shifted(*c.exe, inputs.value(), -1, true);
   const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runtime_stats().fallback_builds - builds, 1) << "built by the first call that needs it";
   EXPECT_EQ(first, aligned.value()[0].bytes);
   EXPECT_EQ(second, aligned.value()[0].bytes);
   EXPECT_EQ(unaligned_launches() - before, 2 * sites);

@@ -151,6 +151,7 @@ TEST(DeviceDebugSass, SeedKernelsTrapOnlyInTheDebugBuild) {
     EXPECT_EQ(cached->binary.find("vprintf") != std::string::npos, debug);
     int waiting_kernels = 0;
     for (const KernelLaunch& k : plan.kernels) {
+      if (k.fallback) continue;  // in a binary of its own (Note [Fallbacks compiled on first need])
       ASSERT_TRUE(sass.count(k.name)) << k.name;
       if (k.tensor_maps.empty()) continue;  // no mbarrier waits
       ++waiting_kernels;

@@ -221,6 +221,68 @@ TEST(TensorMapLaunch, RefusedMapWithoutAFallbackIsAnError) {
   EXPECT_EQ(y[kMapRan], 0);
 }
 
+// Note [Fallbacks compiled on first need]: with a builder, the fallback is not looked up in the
+// first module but in the builder's, built by the first call that needs it and only then.
+std::shared_ptr<Executable> build_lazy_executable(FallbackBuilder builder) {
+  ParseResult parsed = parse_graph_text(kGraph);
+  EXPECT_TRUE(parsed.ok()) << parsed.error;
+  KernelPlan plan = make_plan(parsed.graph.symbols.at(0), /*with_fallback=*/true);
+  auto first = host_module(plan.source);
+  EXPECT_TRUE(first.ok()) << first.message();
+  if (!first.ok()) return nullptr;
+  auto exe = Executable::create(parsed.graph, std::move(plan), std::move(first).value(), "host",
+                                std::move(builder));
+  EXPECT_TRUE(exe.ok()) << exe.message();
+  return exe.ok() ? exe.value() : nullptr;
+}
+
+TEST(TensorMapLaunch, FallbackModuleIsBuiltByTheFirstCallThatNeedsIt) {
+  int builds = 0;
+  auto exe = build_lazy_executable([&builds] {
+    ++builds;
+    return host_module(kSource);
+  });
+  ASSERT_NE(exe, nullptr);
+  std::vector<long long> report = run(*exe, 16, 0);
+  EXPECT_EQ(report[kMapRan], 1);
+  EXPECT_EQ(builds, 0) << "an aligned call needs no fallback";
+  testing::internal::CaptureStderr();
+  report = run(*exe, 16, 2);
+  EXPECT_EQ(report[kFallbackRan], 1);
+  EXPECT_EQ(report[kMapRan], 0);
+  report = run(*exe, 16, 2);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(report[kFallbackRan], 1);
+  EXPECT_EQ(builds, 1);
+}
+
+// A fallback that does not compile fails the call that needs it, with the compiler's message,
+// every time (built once), and runs nothing in its place.
+TEST(TensorMapLaunch, FallbackThatDoesNotCompileFailsTheCall) {
+  int builds = 0;
+  auto exe = build_lazy_executable([&builds]() -> Result<std::unique_ptr<KernelModule>> {
+    ++builds;
+    return Status::error("ptxas says no");
+  });
+  ASSERT_NE(exe, nullptr);
+  EXPECT_EQ(run(*exe, 16, 0)[kMapRan], 1);
+  const size_t bytes = 16 * 64 * 2;
+  std::vector<char> x(bytes + 64);
+  char* shifted = x.data() + (64 - reinterpret_cast<uintptr_t>(x.data()) % 64) % 64 + 2;
+  for (int call = 0; call < 2; ++call) {
+    std::vector<long long> y(bytes / sizeof(long long) + 8, 0);
+    dg_tensor in = tensor(shifted, 16, false), out = tensor(y.data(), 16, false);
+    testing::internal::CaptureStderr();
+    Status s = exe->launch(&in, 1, &out, 1, nullptr, nullptr);
+    testing::internal::GetCapturedStderr();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.message(), "fallback: the fallback kernels did not compile: ptxas says no");
+    EXPECT_EQ(y[kMapRan], 0);
+    EXPECT_EQ(y[kFallbackRan], 0);
+  }
+  EXPECT_EQ(builds, 1);
+}
+
 // An empty grid encodes nothing (its map would be refused: zero rows) and runs nothing.
 TEST(TensorMapLaunch, EmptyGridEncodesNothing) {
   auto exe = build_executable();

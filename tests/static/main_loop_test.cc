@@ -15,11 +15,11 @@
 #include <map>
 
 #include "ir/graph_io.h"
-#include "runtime/cached_binary.h"
 #include "runtime/compiler.h"
 #include "runtime/model/sass_stats.h"
 #include "runtime/model/sass_tools.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/machine_code.h"
 #include "tests/common/temp_dir.h"
 
 namespace dg {
@@ -41,6 +41,7 @@ std::string join(const std::vector<std::string>& operands) {
 struct CompiledSass {
   CompileOutcome outcome;
   std::map<std::string, std::string> sass;
+  std::vector<KernelResources> report;  // both binaries'
 };
 
 void compile_with_sass(const char* fixture, const char* arch, CompiledSass* out) {
@@ -54,11 +55,11 @@ void compile_with_sass(const char* fixture, const char* arch, CompiledSass* out)
   req.cache_dir = cache_dir();
   out->outcome = compile_graph(g.graph, req);
   ASSERT_TRUE(out->outcome.ok()) << out->outcome.error;
-  auto cached = cached_device_binary(out->outcome.executable->plan().source, arch, cache_dir());
-  ASSERT_TRUE(cached.ok()) << cached.message();
-  std::string error;
-  out->sass = sass_by_function(tool, cached->binary, &error);
-  ASSERT_FALSE(out->sass.empty()) << error;
+  // The fallbacks too, compiled now (Note [Fallbacks compiled on first need]).
+  auto code = testing::machine_code(tool, *out->outcome.executable, arch, cache_dir());
+  ASSERT_TRUE(code.ok()) << code.message();
+  out->sass = std::move(code->sass);
+  out->report = std::move(code->report);
 }
 
 class MainLoop : public ::testing::TestWithParam<const char*> {};
@@ -70,7 +71,7 @@ TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
     ASSERT_NO_FATAL_FAILURE(compile_with_sass(GetParam(), arch, &c));
     const CompileOutcome& o = c.outcome;
     auto& sass = c.sass;
-    for (const KernelResources& r : o.resources) {
+    for (const KernelResources& r : c.report) {
       EXPECT_EQ(r.spill_store_bytes, 0) << r.name;
       EXPECT_EQ(r.spill_load_bytes, 0) << r.name;
     }
