@@ -129,13 +129,9 @@ def make_backend(name: str, build, kind: str, hidden: int, ffn: int, device):
     return compile_(model)
 
 
-def time_point(fn, x, gout, reps: int, warmup: int) -> float:
-    """Median milliseconds of one forward + backward, CUDA events around each call."""
+def median_cuda_ms(call, reps: int, warmup: int) -> float:
+    """Median milliseconds of call(), a pair of CUDA events around each, after `warmup` calls."""
     import torch
-
-    def call():
-        xi = x.detach().requires_grad_(True)
-        fn(xi).backward(gout)
 
     for _ in range(warmup):
         call()
@@ -149,6 +145,16 @@ def time_point(fn, x, gout, reps: int, warmup: int) -> float:
         b.synchronize()
         times.append(a.elapsed_time(b))
     return statistics.median(times)
+
+
+def time_point(fn, x, gout, reps: int, warmup: int) -> float:
+    """Median milliseconds of one forward + backward, CUDA events around each call."""
+
+    def call():
+        xi = x.detach().requires_grad_(True)
+        fn(xi).backward(gout)
+
+    return median_cuda_ms(call, reps, warmup)
 
 
 def run(args, on_progress=None, device_name: str = "cuda") -> dict:

@@ -35,8 +35,9 @@
 #                                  (torch.profiler) beside `dyngen plan`'s estimate, the same expert
 #                                  graphs, fwd and bwd, s in CALIBRATION_TOKENS; needs the CLI
 #                                  (carry build/dyngen, stripped); RUN_CALIBRATION=0 skips it
-#   bench      LIMIT_MODEL=85 each the seed's four commands with --fixed-num-hidden-layers 2,
-#                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,inductor,thunder,
+#   bench      LIMIT_MODEL=110 each the seed's four commands with --fixed-num-hidden-layers 2,
+#                                  MAX_STEPS=4 (WARMUP=2), backends eager,dyngen,dyngen-loop,
+#                                  inductor,thunder,
 #                                  each under BACKEND_TIMEOUTS (in-process alarm); RUN_MODELS=0
 #                                  skips them
 #   sanitizer  LIMIT_SANITIZER=60  each of memcheck, racecheck, synccheck over gpu_tests
@@ -45,6 +46,13 @@
 #   kernels    LIMIT_KERNELS=150   bench/gpu/kernel_bench.py: expert MLP fwd+bwd at OLMoE, Phi-3.5-
 #                                  MoE and DBRX shapes, s in KERNEL_TOKENS, dyngen vs eager vs
 #                                  torch.compile(dynamic=True); RUN_KERNELS=0 skips it
+#   grouped    LIMIT_GROUPED=150   bench/gpu/grouped_bench.py: one MoE block (router + experts,
+#                                  LoRA) fwd+bwd at OLMoE, Phi-3.5-MoE and DBRX sizes, T in
+#                                  GROUPED_TOKENS: dyngen grouped vs the model's expert loop vs
+#                                  torch._grouped_mm, with numerics against the loop;
+#                                  RUN_GROUPED=0 skips it
+# The bench phase's backends include dyngen-loop (moe="loop"), so the step times read eager vs
+# dyngen's per-expert route vs dyngen's grouped experts (and Inductor, stock ThunderFX).
 # The phases' limits add up to more than one device command's 600 s: when the earlier phases run
 # long, run the kernel benchmark as a second command (RUN_NUMERICS=0 RUN_MODELS=0
 # RUN_SANITIZER=0).
@@ -59,17 +67,20 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 LIMIT_SETUP="${LIMIT_SETUP:-60}"
 LIMIT_LIB="${LIMIT_LIB:-150}"
 LIMIT_NUMERICS="${LIMIT_NUMERICS:-75}"
-LIMIT_MODEL="${LIMIT_MODEL:-85}"
+LIMIT_MODEL="${LIMIT_MODEL:-110}"
 LIMIT_KERNELS="${LIMIT_KERNELS:-150}"
 KERNEL_TOKENS="${KERNEL_TOKENS:-64,256,512,1024,2048,4096}"
 RUN_NUMERICS="${RUN_NUMERICS:-1}" # 0: skip check_numerics.py
 RUN_MODELS="${RUN_MODELS:-1}"     # 0: skip the seed's four commands
 RUN_KERNELS="${RUN_KERNELS:-1}"   # 0: skip the kernel benchmark
+RUN_GROUPED="${RUN_GROUPED:-1}"   # 0: skip the grouped MoE layer benchmark
+LIMIT_GROUPED="${LIMIT_GROUPED:-150}"
+GROUPED_TOKENS="${GROUPED_TOKENS:-512,1024,2048,4096,8192}"
 MAX_STEPS="${MAX_STEPS:-4}"
 WARMUP="${WARMUP:-2}"
 SEQ="${SEQ:-4096}"
-BACKENDS="${BACKENDS:-eager,dyngen,inductor,thunder}"
-BACKEND_TIMEOUTS="${BACKEND_TIMEOUTS:-eager=12,dyngen=30,inductor=18,thunder=15}"
+BACKENDS="${BACKENDS:-eager,dyngen,dyngen-loop,inductor,thunder}"
+BACKEND_TIMEOUTS="${BACKEND_TIMEOUTS:-eager=12,dyngen=30,dyngen-loop=20,inductor=18,thunder=15}"
 DEVICE="${DEVICE:-cuda}"        # cpu and SCALE=tiny: a local dry run of this script
 SCALE="${SCALE:-full}"
 VENV="${VENV:-/tmp/dyngen-venv}"
@@ -290,6 +301,14 @@ if [ "$RUN_KERNELS" = 1 ]; then
     "${dry[@]}"
 fi
 
+# ---- grouped MoE layer: dyngen grouped vs the expert loop vs torch._grouped_mm -------------------
+# bench/gpu/grouped_bench.py saves after each point; it starts no new model LIMIT_GROUPED - 60 s in.
+if [ "$RUN_GROUPED" = 1 ]; then
+  phase grouped "$LIMIT_GROUPED" env PYTHONUNBUFFERED=1 "$PY" bench/gpu/grouped_bench.py \
+    --tokens "$GROUPED_TOKENS" --device "$DEVICE" --scale "$SCALE" \
+    --time-limit $(( LIMIT_GROUPED - 60 )) --json "$WORK/grouped.json"
+fi
+
 # ---- one JSON -------------------------------------------------------------------------------------
 "$PY" - "$WORK" "$OUT/h200.json" "$EXECUTOR" <<'EOF'
 import json, os, sys
@@ -310,6 +329,7 @@ def sanitizer_rows():
             for l in open(p) if l.strip()]
 merged = {"facts": open(os.path.join(work, "facts.txt")).read(), "dyngen_executor": executor,
           "phases": phases, "numerics": load("numerics.json"), "kernels": load("kernels.json"),
+          "grouped": load("grouped.json"),
           "calibration": load(os.path.join(os.path.dirname(out), "calibration",
                                            "calibration.json")),
           "sanitizer": sanitizer_rows(),

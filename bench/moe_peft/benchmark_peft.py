@@ -18,7 +18,10 @@ Note [Backends]
             with the reason recorded)
   thunder   stock ThunderFX: thunder.dynamo.thunderfx(model)
   dyngen    dyngen.thunderfx.compile(model): static graphs to Thunder, graphs with symbolic
-            shapes to dyngen
+            shapes to dyngen, the MoE blocks' experts grouped (moe="grouped", the default)
+  dyngen-loop
+            the same with moe="loop": the model's own per-expert loop, one dyngen graph per
+            expert, for an A/B run of the grouped experts
 Both compiled ThunderFX variants and Inductor use torch.compile's default dynamic-shape policy
 (automatic dynamic), as the seed's benchmark does.
 
@@ -64,7 +67,7 @@ if str(HERE) not in sys.path:
 import models  # noqa: E402
 import report  # noqa: E402
 
-BACKENDS = ("eager", "inductor", "thunder", "dyngen")
+BACKENDS = ("eager", "inductor", "thunder", "dyngen", "dyngen-loop")
 DTYPES = {
     "bf16": "bfloat16",
     "bfloat16": "bfloat16",
@@ -173,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_backends,
         default=["eager"],
         dest="backends",
-        metavar="{eager,inductor,thunder,dyngen,all}",
+        metavar="{eager,inductor,thunder,dyngen,dyngen-loop,all}",
         help="backend, 'all', or a comma list (see Note [Backends])",
     )
     p.add_argument(
@@ -307,9 +310,10 @@ def compile_model(kind: str, model):
 
         compiled = thunderfx(model)
         return compiled, compiled
-    if kind == "dyngen":
+    if kind in ("dyngen", "dyngen-loop"):
         dyngen = _import_dyngen()
-        compiled = dyngen.thunderfx.compile(model)
+        route = "loop" if kind == "dyngen-loop" else "grouped"
+        compiled = dyngen.thunderfx.compile(model, moe=route)
         return compiled, compiled
     raise ValueError(kind)
 
@@ -341,7 +345,7 @@ def run_backend(args, kind: str) -> dict:
                 return {**result, "status": "skipped", "reason": why}
         torch._dynamo.reset()
         metrics.enable_dynamo_metrics()
-        if kind == "dyngen":
+        if kind.startswith("dyngen"):
             _import_dyngen().reset_stats()
         dtype = getattr(torch, DTYPES[args.dtype])
         built = models.build(
@@ -416,7 +420,7 @@ def run_backend(args, kind: str) -> dict:
         result["summary"] = metrics.summarize(result["steps"], args.warmup_steps, tokens)
         result["summary"]["peak_mem_method"] = mem.method
         result["recompile_reasons"] = probe.recompile_reasons()
-        if kind == "dyngen":
+        if kind.startswith("dyngen"):
             result["dyngen_stats"] = _import_dyngen().stats()
             result["dyngen_graphs"] = list(handle.backend.graphs)
         if kind == "thunder":
@@ -437,7 +441,7 @@ def run_backend(args, kind: str) -> dict:
                 import metrics as m
 
                 result["events_at_stop"] = m.delta(probe.snapshot(), start)
-        if kind == "dyngen" and "dyngen" in sys.modules:
+        if kind.startswith("dyngen") and "dyngen" in sys.modules:
             with contextlib.suppress(Exception):
                 result["dyngen_stats"] = sys.modules["dyngen"].stats()
         result["traceback"] = traceback.format_exc()[-4000:]

@@ -149,7 +149,7 @@ class CompileProbe:
                 for info in backend.subgraph_infos
                 for fn in (info.thunder_compiled_fns or [])
             )
-        if self.kind == "dyngen":
+        if self.kind.startswith("dyngen"):
             import dyngen
 
             return int(dyngen.stats()["thunder_cache_misses"])
@@ -168,7 +168,7 @@ class CompileProbe:
             "dyngen_fallbacks": 0,
             "dynamo_compile_s": sum(m.entire_frame_compile_time_s or 0.0 for m in metrics),
         }
-        if self.kind == "dyngen":
+        if self.kind.startswith("dyngen"):
             import dyngen
 
             s = dyngen.stats()

@@ -143,9 +143,12 @@ def test_stock_thunderfx_recompiles_for_new_token_counts():
     assert after["thunder_cache_misses"] > 0, after
 
 
-def test_dyngen_compiles_nothing_after_warmup():
-    args = bp.parse_args(DYN + ["--compile", "dyngen"])
-    r = bp.run_backend(args, "dyngen")
+@pytest.mark.parametrize("kind", ["dyngen", "dyngen-loop"])
+def test_dyngen_compiles_nothing_after_warmup(kind):
+    """Both routes of the MoE blocks (Note [Backends]): grouped experts, and the model's own
+    per-expert loop for an A/B run."""
+    args = bp.parse_args(DYN + ["--compile", kind])
+    r = bp.run_backend(args, kind)
     assert r["status"] == "ok", r.get("traceback")
     after = r["summary"]["events_after_warmup"]
     assert r["summary"]["compile_events_after_warmup"] == 0, after
@@ -154,6 +157,8 @@ def test_dyngen_compiles_nothing_after_warmup():
     assert s["dynamic_graphs"] >= 1 and s["graphs_compiled"] >= 2, s  # forward and backward
     assert s["fallbacks"] == [], s["fallbacks"]
     assert any(g["kind"] == "dyngen" for g in r["dyngen_graphs"])
+    routes = {b["route"] for b in s["moe_blocks"].values()}
+    assert routes == {"loop" if kind == "dyngen-loop" else "grouped"}, s["moe_blocks"]
 
 
 @pytest.mark.slow
