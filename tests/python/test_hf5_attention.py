@@ -105,6 +105,26 @@ def test_masked_attention_matches_torch(fresh, executor, kv_heads, mask_kind):
         assert "emulate" in s["executor"].split("+"), s["executor"]
 
 
+@pytest.fixture
+def sdpa_shim():
+    """dyngen.thunderfx.compile's SDPA shim in place, as in a process that compiled a model with
+    it (Note [SDPA is_causal under dynamic shapes]); the previous state is restored after."""
+    import dyngen.shims
+
+    had = bool(dyngen.shims.installed())
+    dyngen.shims.install()
+    yield
+    if not had:
+        dyngen.shims.remove()
+
+
+@pytest.mark.parametrize("kv_heads", [2, 4])
+def test_masked_attention_under_the_sdpa_shim(fresh, sdpa_shim, executor, kv_heads):
+    """Through the shim's wrapper, `enable_gqa=kv_heads != HEADS` with a symbolic head count is
+    a SymBool that broke the graph before the shim made it a constant as it does is_causal."""
+    test_masked_attention_matches_torch(fresh, executor, kv_heads, "bool")
+
+
 def test_masked_attention_bf16_no_farther_from_f32_than_eager(fresh):
     """bf16 under emulation against eager's f32 result: at most twice as far as eager's own bf16
     result (dyngen rounds once per kernel, eager per op)."""

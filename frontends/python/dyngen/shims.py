@@ -9,8 +9,10 @@ is a SymBool, and torch 2.11's Dynamo breaks the graph at the call ("argument 'i
 bool, not SymBool"): each decoder layer then splits in two at its attention. Branching on the
 SymBool in Python code Dynamo inlines (`True if is_causal else False`) lets Dynamo decide it from
 the symbol's range (a dynamic size is at least 2, so `q_len > 1` holds with no guard) and pass a
-constant. `bool(x)` would not do: Dynamo keeps it symbolic. The wrapper calls the original function
-with the same arguments; in eager, `is_causal` is already a bool and nothing changes.
+constant. `bool(x)` would not do: Dynamo keeps it symbolic. `enable_gqa` gets the same treatment:
+`kv_heads != heads` is a SymBool when Dynamo made the head count a symbol, and inside the wrapper
+(unlike a direct call) the SymBool reached the builtin and broke the graph. The wrapper calls the
+original function with the same arguments; in eager, both are already bools and nothing changes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def _sdpa_with_constant_is_causal(original):
         query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs
     ):
         is_causal = True if is_causal else False  # noqa: SIM210 - Note [SDPA is_causal under dynamic shapes]
+        if "enable_gqa" in kwargs:  # the same for the other bool flag (a head-count comparison)
+            kwargs["enable_gqa"] = True if kwargs["enable_gqa"] else False  # noqa: SIM210
         return original(
             query,
             key,
