@@ -1,7 +1,7 @@
 // `dyngen compile FILE... [--arch ARCH]... [--cache-dir DIR] [--emit DIR] [--disable-pass NAME]
-// [--json]`. One FILE and one arch print that graph's kernels; several (or a folder of graph.fb
-// files, e.g. a DYNGEN_DUMP folder) compile every graph for every arch and print a summary:
-// the way a CPU machine prebuilds a GPU fleet's kernel cache (Note [Kernel cache key]).
+// [--fallbacks] [--json]`. One FILE and one arch print that graph's kernels; several (or a folder
+// of graph.fb files, e.g. a DYNGEN_DUMP folder) compile every graph for every arch and print a
+// summary: the way a CPU machine prebuilds a GPU fleet's kernel cache (Note [Kernel cache key]).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -17,7 +17,7 @@ namespace dg {
 namespace {
 constexpr const char* kUsage =
     "compile FILE|FOLDER... [--arch host|cuda|sm_80|sm_90a|...]... [--cache-dir DIR] "
-    "[--emit DIR] [--disable-pass NAME] [--json]";
+    "[--emit DIR] [--disable-pass NAME] [--fallbacks] [--json]";
 
 const char* tier(CacheHit h) {
   return h == CacheHit::kDisk ? "hit (disk)" : h == CacheHit::kMemory ? "hit (memory)" : "miss";
@@ -86,8 +86,17 @@ struct Summary {
 
 int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
+  // --fallbacks is ours; the rest are the flags compile, plan and run share.
+  std::vector<std::string> rest;
+  bool fallbacks = false;
+  for (const std::string& a : args) {
+    if (a == "--fallbacks")
+      fallbacks = true;
+    else
+      rest.push_back(a);
+  }
   CompileFlags flags;
-  if (!parse_compile_flags(args, kUsage, /*allow_bind=*/false, &flags, err, /*allow_many=*/true))
+  if (!parse_compile_flags(rest, kUsage, /*allow_bind=*/false, &flags, err, /*allow_many=*/true))
     return kExitInvalidInput;
   if (flags.help) {
     out << "usage: dyngen " << kUsage << "\n"
@@ -97,7 +106,9 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
            "Several files, a folder of *.fb files (a DYNGEN_DUMP folder) or several --arch values\n"
            "compile every graph for every arch and print a summary line (graphs, kernels,\n"
            "compiled, already cached): prebuilding a kernel cache for the GPUs that will run "
-           "them.\n";
+           "them.\n"
+           "--fallbacks also compiles the GEMMs' fallback kernels, which a process otherwise\n"
+           "compiles the first time a call needs one (a view with a storage offset).\n";
     return kExitOk;
   }
   std::vector<std::string> files;
@@ -123,6 +134,15 @@ int run_compile_command(const std::vector<std::string>& args, std::ostream& out,
       const int64_t compiles_before = runtime_stats().nvrtc_compiles;
       int code = kExitOk;
       auto compiled = compile_or_report(*graph, req, file, err, &code);
+      if (compiled && fallbacks) {
+        // Note [Fallbacks compiled on first need]: now, into the same cache.
+        Status built = compiled->executable->build_fallbacks();
+        if (!built.ok()) {
+          err << "dyngen: " << file << ": " << built.message() << "\n";
+          compiled.reset();
+          code = kExitInternalError;
+        }
+      }
       if (!compiled) {
         ++sum.failed;
         if (exit_code == kExitOk) exit_code = code;

@@ -50,6 +50,22 @@ TEST(CompileCli, SecondProcessHitsTheDiskCache) {
   EXPECT_EQ(first_json.at("key"), second_json.at("key"));
 }
 
+// Note [Fallbacks compiled on first need]: a compile builds one binary; --fallbacks builds the
+// fallbacks' too, into the same cache, so a prebuilt cache leaves no compile to a later process.
+TEST(CompileCli, FallbacksAreCompiledOnlyWhenAsked) {
+  TempDir tmp;
+  const std::string cache = " --arch sm_90a --json --cache-dir " + (tmp / "c");
+  CliResult plain = run_cli("compile " + fixture() + cache);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(cli_json(plain).at("nvrtc_compiles"), 1) << plain.out;
+  CliResult with = run_cli("compile " + fixture() + cache + " --fallbacks");
+  ASSERT_EQ(with.exit_code, 0) << with.out;
+  EXPECT_EQ(cli_json(with).at("nvrtc_compiles"), 1) << "the first binary was cached: " << with.out;
+  CliResult again = run_cli("compile " + fixture() + cache + " --fallbacks");
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(cli_json(again).at("nvrtc_compiles"), 0) << again.out;
+}
+
 TEST(CompileCli, EightConcurrentCompilesIntoAnEmptyFolderAllSucceed) {
   TempDir tmp;
   const fs::path dir = tmp / "race";
