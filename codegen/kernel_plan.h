@@ -79,9 +79,10 @@ struct CheckedOperand {
 // compiler CPU time, backward 3.9 -> 2.9 s). So they are a second translation unit
 // (KernelPlan::fallback_source, the same prelude and only the fallbacks), compiled, cached on disk
 // under its own key and loaded by the executable the first time a call needs one
-// (Executable::build_fallbacks). A call that needs it waits for that compile; if it fails, the call
-// fails with the compiler's message, never runs something else. Without the second unit (a
-// hand-built plan) the fallbacks are in the first.
+// (Executable::build_fallbacks; `dyngen compile --fallbacks` puts them in a prebuilt cache). A
+// call that needs it waits for that compile; if it fails, the call fails with the compiler's
+// message, never runs something else. Without the second unit (a hand-built plan) the fallbacks
+// are in the first.
 struct TensorMapArg {
   int param;             // the pointer parameter (position in KernelLaunch::buffers) it maps
   SymExpr offset_bytes;  // the matrix's start, from the buffer's start
