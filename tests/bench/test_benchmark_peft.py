@@ -157,8 +157,9 @@ def test_dyngen_compiles_nothing_after_warmup(kind):
     assert s["dynamic_graphs"] >= 1 and s["graphs_compiled"] >= 2, s  # forward and backward
     assert s["fallbacks"] == [], s["fallbacks"]
     assert any(g["kind"] == "dyngen" for g in r["dyngen_graphs"])
-    routes = {b["route"] for b in s["moe_blocks"].values()}
-    assert routes == {"loop" if kind == "dyngen-loop" else "grouped"}, s["moe_blocks"]
+    # moe_blocks keeps every block the process met; this model's are under its own names.
+    mine = [b for n, b in s["moe_blocks"].items() if n.startswith("base_model.model.transformer.")]
+    assert {b["route"] for b in mine} == {"loop" if kind == "dyngen-loop" else "grouped"}, mine
 
 
 @pytest.mark.slow

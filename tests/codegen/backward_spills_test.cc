@@ -9,6 +9,7 @@
 #include "runtime/emu/device_headers.h"
 #include "runtime/nvrtc_compiler.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/plan_ptxas_log.h"
 #include "tests/common/ptxas_spills.h"
 
 namespace dg {
@@ -41,23 +42,20 @@ TEST(BackwardPlan, SeedBackwardRunsAsAtMostSixKernels) {
 class BackwardSpills : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BackwardSpills, EveryKernelCompilesWithoutSpills) {
-  std::vector<CudaHeader> headers;
-  for (const EmbeddedFile& f : device_headers())
-    headers.push_back({std::string(f.name), std::string(f.content)});
   for (const char* fixture : {"seed_expert_mlp_backward.dgir", "seed_expert_mlp_backward_aot.dgir",
                               "dbrx_expert_backward.dgir"}) {
     KernelPlan plan = emit_cuda(run_pipeline(load(fixture)));
     CompileOptions opts;
     opts.arch = GetParam();
     opts.extra_options = {"--ptxas-options=-v"};
-    auto compiled = nvrtc_compile(plan.source, headers, opts);
-    ASSERT_TRUE(compiled.ok()) << fixture << ": " << compiled.message();
+    auto log = testing::plan_ptxas_log(plan, opts);
+    ASSERT_TRUE(log.ok()) << fixture << ": " << log.message();
     int kernels = 0;
-    EXPECT_EQ(testing::spilled_kernels(compiled->log, &kernels), "") << fixture;
+    EXPECT_EQ(testing::spilled_kernels(log.value(), &kernels), "") << fixture;
     if (std::string(fixture).find("seed") == 0) {  // the seed's six weight gradients: one group
-      EXPECT_NE(compiled->log.find("wgrad_partials"), std::string::npos) << fixture;
+      EXPECT_NE(log->find("wgrad_partials"), std::string::npos) << fixture;
     }
-    EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << fixture << "\n" << compiled->log;
+    EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << fixture << "\n" << log.value();
   }
 }
 

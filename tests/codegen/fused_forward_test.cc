@@ -16,6 +16,7 @@
 #include "runtime/host_run.h"
 #include "runtime/nvrtc_compiler.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/plan_ptxas_log.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/token_sweep.h"
 
@@ -257,16 +258,13 @@ class FusedPtxas : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(FusedPtxas, NoSpillsAndSharedMemoryFits) {
   KernelPlan plan = emit_cuda(run_pipeline(GetParam().make()));
-  std::vector<CudaHeader> headers;
-  for (const EmbeddedFile& f : device_headers())
-    headers.push_back({std::string(f.name), std::string(f.content)});
   for (const char* arch : {"sm_80", "sm_90a"}) {
     CompileOptions options;
     options.arch = arch;
     options.extra_options = {"-Xptxas", "-v"};
-    auto compiled = nvrtc_compile(plan.source, headers, options);
+    auto compiled = testing::plan_ptxas_log(plan, options);
     ASSERT_TRUE(compiled.ok()) << compiled.message();
-    const std::string& log = compiled.value().log;
+    const std::string& log = compiled.value();
     size_t kernels = 0;
     for (size_t at = log.find("spill stores"); at != std::string::npos;
          at = log.find("spill stores", at + 1)) {

@@ -19,6 +19,7 @@
 #include "runtime/nvrtc_compiler.h"
 #include "tests/codegen/grouped_cases.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/plan_ptxas_log.h"
 #include "tests/common/ptxas_spills.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/token_sweep.h"
@@ -105,9 +106,6 @@ TEST(GroupedMmOffsets, RowsPastTheLastOffsetAreZeroAndBadOffsetsAreAnError) {
 class GroupedSpills : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
-  std::vector<CudaHeader> headers;
-  for (const EmbeddedFile& f : device_headers())
-    headers.push_back({std::string(f.name), std::string(f.content)});
   std::vector<Graph> graphs{
       testing::load_fixture("olmoe_grouped_moe_layer.dgir"),
       grouped_graph({"f32", 16, 2, DType::kF32, false, true, 16, 36, {}}),
@@ -122,10 +120,10 @@ TEST_P(GroupedSpills, TheMoeLayerAndEveryCaseCompileWithoutSpills) {
     CompileOptions opts;
     opts.arch = GetParam();
     opts.extra_options = {"--ptxas-options=-v"};
-    auto compiled = nvrtc_compile(plan.source, headers, opts);
-    ASSERT_TRUE(compiled.ok()) << g.name << ": " << compiled.message();
+    auto log = testing::plan_ptxas_log(plan, opts);
+    ASSERT_TRUE(log.ok()) << g.name << ": " << log.message();
     int kernels = 0;
-    EXPECT_EQ(testing::spilled_kernels(compiled->log, &kernels), "") << g.name;
+    EXPECT_EQ(testing::spilled_kernels(log.value(), &kernels), "") << g.name;
     EXPECT_EQ(kernels, static_cast<int>(plan.kernels.size())) << g.name;
   }
 }
