@@ -4,43 +4,17 @@
 script runs to its end on both ranks, dyngen compiles nothing after the first step and records no
 fallback, and its losses follow eager's."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+from upstream_runner import run_upstream
 
 
 @pytest.mark.slow
 def test_upstream_script_under_torchrun_with_fsdp2(tmp_path):
-    out = tmp_path / "r.json"
-    cmd = [
-        sys.executable,
-        str(REPO / "bench" / "upstream_peft" / "run_upstream_peft.py"),
-        "--model",
+    runs = run_upstream(
+        tmp_path,
         "allenai/OLMoE-1B-7B-0924",
-        "--compile",
-        "eager,dyngen",
-        "--nproc-per-node",
-        "2",
-        "--max-steps",
-        "4",
-        "--layers",
-        "1",
-        "--seq-length",
-        "64",
-        "--json",
-        str(out),
-    ]
-    env = {"DYNGEN_CACHE_DIR": str(tmp_path / "cache"), "DYNGEN_EXECUTOR": "reference"}
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env={**os.environ, **env})
-    print(p.stdout[-3000:])
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    runs = json.loads(out.read_text())["allenai/OLMoE-1B-7B-0924"]
+        *("--nproc-per-node", "2", "--max-steps", "4", "--layers", "1", "--seq-length", "64"),
+    )
     for rank in (0, 1):
         eager, dyn = runs["eager"][rank], runs["dyngen"][rank]
         assert eager["world_size"] == dyn["world_size"] == 2 and dyn["rank"] == rank

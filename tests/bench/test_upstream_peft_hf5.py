@@ -6,13 +6,10 @@ runs to its end, dyngen compiles nothing after the first step, records no fallba
 losses follow eager's. Skipped on the pinned generation, an error there under
 DYNGEN_REQUIRE_HF5=1 (scripts/test.sh's run on the overlay)."""
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from upstream_runner import run_upstream
 
 transformers = pytest.importorskip("transformers")
 if int(transformers.__version__.split(".")[0]) < 5:
@@ -24,7 +21,6 @@ if int(transformers.__version__.split(".")[0]) < 5:
         allow_module_level=True,
     )
 
-REPO = Path(__file__).resolve().parents[2]
 STEPS = 3  # the script's --skip-iters 1: step 0 warms up, steps 1 and 2 must compile nothing
 # Thunder cache misses at steps 1 and 2 (dyngen hands static graphs to Thunder). DBRX's experts
 # (a per-expert loop in transformers 5) break Dynamo's graph inside their `torch.no_grad()`
@@ -37,28 +33,9 @@ THUNDER_MISSES_AFTER_WARM_UP = {"allenai/OLMoE-1B-7B-0924": [0, 0], "Undi95/dbrx
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["allenai/OLMoE-1B-7B-0924", "Undi95/dbrx-base"])
 def test_upstream_script_on_transformers_5(model, tmp_path):
-    out = tmp_path / "r.json"
-    cmd = [
-        sys.executable,
-        str(REPO / "bench" / "upstream_peft" / "run_upstream_peft.py"),
-        "--model",
-        model,
-        "--compile",
-        "eager,dyngen",
-        "--max-steps",
-        str(STEPS),
-        "--layers",
-        "1",
-        "--seq-length",
-        "32",
-        "--json",
-        str(out),
-    ]
-    env = {"DYNGEN_CACHE_DIR": str(tmp_path / "cache"), "DYNGEN_EXECUTOR": "reference"}
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env={**os.environ, **env})
-    print(p.stdout[-3000:])
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    runs = json.loads(out.read_text())[model]
+    runs = run_upstream(
+        tmp_path, model, *("--max-steps", str(STEPS), "--layers", "1", "--seq-length", "32")
+    )
     eager, dyn = runs["eager"][0], runs["dyngen"][0]
     assert eager["status"] == dyn["status"] == "ok", (eager["status"], dyn["status"])
     # the children inherited PYTHONPATH: the script ran on transformers 5 too
