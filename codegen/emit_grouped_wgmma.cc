@@ -39,8 +39,9 @@ bool one_fused_map(const GroupedMmShape& p) { return p.fused && !p.kn; }
 struct GroupedWgmmaTile {
   int bm = 128, bn = 128;
   int threads() const { return 128 * (bm / 64 + 1); }
-  // DgWgmmaTile::kSmemBytes: the stages (A's and B's 64-wide k tiles), then two barriers each.
-  int smem_bytes() const { return kStages * 128 * (bm + bn) + 16 * kStages; }
+  // DgWgmmaTile::kSmemBytes: the stages (A's and B's 64-wide k tiles), then two barriers each and
+  // the `staged` barrier.
+  int smem_bytes() const { return kStages * 128 * (bm + bn) + 16 * kStages + 8; }
 };
 
 int param_index(const KernelParams& params, BufferRef buffer) {

@@ -6,12 +6,12 @@
 // them (imm-trans-b = 1 for N-major B), the epilogue unchanged in meaning on the wgmma
 // accumulator layout (dg_wgmma_epilogue calls the same lambda the mma.sync kernels call).
 // Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
-// every thread of the block copies the block's U rows and B columns into shared memory after
-// the stages, before the main loop (whose first barrier publishes them), and dg_wgmma_epilogue_rank
-// sums them in registers on the wgmma layout. Read from global memory per element instead, the
-// products made the seed forward's wgmma GEMMs issue-bound: at s = 4096 `dyngen plan` put the
-// gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4 against 38.2.
-// One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
+// the producer warpgroup's idle warps copy the block's U rows and B columns into shared memory
+// beside the main loop (Note [Rank-r staging beside the main loop] in dg_gemm_sm90.cuh), and
+// dg_wgmma_epilogue_rank sums them in registers on the wgmma layout. Read from global memory per
+// element instead, the products made the seed forward's wgmma GEMMs issue-bound: at s = 4096
+// `dyngen plan` put the gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4
+// against 38.2. One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
 // - for two B operands, 128 x 128 from the M where its tiles fill one wave (Note [Wide gate/up
 //   tile]);
 // - 128 x BN wgmma (two consumer warpgroups) from the M where its tiles fill one wave of
@@ -55,7 +55,8 @@ struct WgmmaTile {
   int64_t staged_floats = 0;
   int threads() const { return 128 * (bm / 64 + 1); }
   int64_t stage_bytes() const { return int64_t{2} * 64 * (bm + nb * bn); }
-  int64_t loop_bytes() const { return stages * stage_bytes() + 16 * stages; }  // Tile::kSmemBytes
+  // Tile::kSmemBytes: the stages, two barriers each and the `staged` barrier.
+  int64_t loop_bytes() const { return stages * stage_bytes() + 16 * stages + 8; }
   int smem_bytes() const { return static_cast<int>(loop_bytes() + 4 * staged_floats); }
 };
 
@@ -124,9 +125,11 @@ std::string map_ref(size_t i) { return "&dg_map" + std::to_string(i); }
 
 // The main loop's calls (Note [Warp-specialized main loop]) around the consumers' `epilogue`, the
 // maps of segment g being dg_map<(1 + nb) g + j> (A then each B): the producer's and the
-// consumers' paths apart to the kernel's end.
+// consumers' paths apart to the kernel's end. `staging` (copies by the stagers, Note [Rank-r
+// staging beside the main loop]) runs in the producer warpgroup beside the main loop, and the
+// consumers wait for it before the epilogue.
 std::string mainloop_code(const std::vector<GemmKSegment>& segments, int nb,
-                          const std::string& epilogue) {
+                          const std::string& staging, const std::string& epilogue) {
   const std::string NB = std::to_string(nb), NSEG = std::to_string(segments.size());
   std::string a_maps, b_maps, seg_k;
   for (size_t g = 0; g < segments.size(); ++g) {
@@ -144,14 +147,17 @@ std::string mainloop_code(const std::vector<GemmKSegment>& segments, int nb,
          "};\n  dg_wgmma_init_barriers<Tile>();\n"
          "  if (dg_wgmma_is_producer<Tile>()) {\n"
          "    dg_wgmma_mainloop_producer<Tile, " +
-         NSEG +
-         ">(a_maps, b_maps, seg_k, m0, n0);\n"
+         NSEG + ">(a_maps, b_maps, seg_k, m0, n0);\n" +
+         (staging.empty() ? ""
+                          : "    if (dg_wgmma_is_stager<Tile>()) {\n"
+                            "      const int dg_stager = dg_wgmma_stager_index<Tile>();\n" +
+                                staging + "      dg_wgmma_staged_arrive<Tile>();\n    }\n") +
          "  } else {  // a consumer warpgroup\n"
          "    float acc[" +
          NB +
          "][Tile::BN / 2];\n"
          "    dg_wgmma_mainloop_consumer<Tile>(acc, dg_wgmma_k_tiles<Tile>(seg_k));\n" +
-         epilogue + "  }\n";
+         (staging.empty() ? "" : "    dg_wgmma_staged_wait<Tile>();\n") + epilogue + "  }\n";
 }
 
 // The kernel: the tensor maps after the pointers, the main loop, the epilogue lambda on every
@@ -184,14 +190,15 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   const std::string NB = std::to_string(nb);
   const bool staged = !spec.products.empty();
   const std::string stores = epilogue_stores(spec, spec.params);
-  std::string staging, epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
-  if (staged) {
-    staging =
+  std::string scratch, staging,
+      epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
+  if (staged) {  // Note [Rank-r staging beside the main loop]
+    scratch =
         "  float* const dg_scratch = reinterpret_cast<float*>(dg_dynamic_smem() + "
-        "Tile::kSmemBytes);\n" +
-        rank_staging_code(spec.products, t.staged);
-    epilogue = "  dg_wgmma_epilogue_rank<Tile, " + std::to_string(spec.products.size()) + ", " +
-               std::to_string(spec.products[0].k) +
+        "Tile::kSmemBytes);\n";
+    staging = rank_staging_loops(spec.products, t.staged, "dg_stager", "Tile::kStagingThreads");
+    epilogue = rank_pointers(t.staged) + "  dg_wgmma_epilogue_rank<Tile, " +
+               std::to_string(spec.products.size()) + ", " + std::to_string(spec.products[0].k) +
                ">(acc, m0, M, n0, N, dg_rank_at, epi, dg_stores);\n";
   }
   // A minimum of one block per SM: ptxas then knows the register count at entry, which setmaxnreg
@@ -204,7 +211,7 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
          "  const long long c_base = 0;\n" + epilogue_lambda(spec, "float", "epi", staged) +
          "  const long long m0 = (long long)blockIdx.x * Tile::BM;\n"
          "  const long long n0 = (long long)blockIdx.y * Tile::BN;\n" +
-         staging + mainloop_code(segments, nb, stores + epilogue) + "}\n";
+         scratch + mainloop_code(segments, nb, staging, stores + epilogue) + "}\n";
 }
 
 // Variant `v` of the GEMM whose first kernel is `base`, for M in [lo, hi].

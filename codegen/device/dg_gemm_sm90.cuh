@@ -57,8 +57,12 @@ struct DgWgmmaTile {
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kStageA = BM * kBK * 2, kStageB = BN * kBK * 2;
   static constexpr int kStage = kStageA + NB * kStageB;
-  // The stages, then each stage's full and empty barriers.
-  static constexpr int kSmemBytes = kStages * kStage + 2 * kStages * 8;
+  // The stages, then each stage's full and empty barriers, then the `staged` barrier (Note
+  // [Rank-r staging beside the main loop]).
+  static constexpr int kSmemBytes = kStages * kStage + (2 * kStages + 1) * 8;
+  // The producer warpgroup's warps 1-3, which stage the rank-r operands while warp 0's leader
+  // issues the copies.
+  static constexpr int kStagingThreads = 96;
   static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
   static_assert(BN == 16 || BN == 32 || BN == 64 || BN == 128 || BN == 256,
                 "an N the wgmma instruction set covers (dg_wgmma_sm90.cuh)");
@@ -119,6 +123,7 @@ DG_DEVICE void dg_wgmma_init_barriers() {
       dg_mbarrier_init(&full[s], 1);
       dg_mbarrier_init(&empty[s], 4 * Tile::kConsumers);  // one arrival per consumer warp
     }
+    dg_mbarrier_init(empty + Tile::kStages, Tile::kStagingThreads);  // `staged`
     dg_fence_barrier_init();
   }
   __syncthreads();
@@ -127,6 +132,42 @@ DG_DEVICE void dg_wgmma_init_barriers() {
 template <class Tile>
 DG_DEVICE bool dg_wgmma_is_producer() {
   return static_cast<int>(threadIdx.x / 128) == Tile::kConsumers;
+}
+
+// Note [Rank-r staging beside the main loop]
+// A kernel whose epilogue reads staged rank-r operands (Note [Staged rank-r epilogue] in
+// dg_epilogue.cuh) copies them with the producer warpgroup's idle warps 1-3 (dg_wgmma_is_stager)
+// while warp 0's leader issues the main loop's copies; each of the kStagingThreads threads
+// arrives on the `staged` mbarrier after its stores (arrive releases them), and the consumers
+// wait on it (acquire) after their main loop, before the epilogue reads the copies. Staged by
+// every thread before the main loop instead, the copies' global-load latency ran in series with
+// it at one block per SM: `dyngen plan` put that prologue at 39 us of Phi-3.5-MoE's gate/up GEMM
+// at s = 4096 (13 waves), beside a 638 us main loop that now hides it. The producer's warps run
+// the copies under its setmaxnreg budget (kProducerRegs), so the loops keep few registers.
+template <class Tile>
+DG_DEVICE dg_u64* dg_wgmma_staged_barrier() {
+  return dg_wgmma_full_barriers<Tile>() + 2 * Tile::kStages;
+}
+
+template <class Tile>
+DG_DEVICE bool dg_wgmma_is_stager() {
+  return dg_wgmma_is_producer<Tile>() && threadIdx.x % 128 >= 32;
+}
+
+// The stager's index in [0, kStagingThreads).
+template <class Tile>
+DG_DEVICE int dg_wgmma_stager_index() {
+  return static_cast<int>(threadIdx.x % 128) - 32;
+}
+
+template <class Tile>
+DG_DEVICE void dg_wgmma_staged_arrive() {
+  dg_mbarrier_arrive(dg_wgmma_staged_barrier<Tile>());
+}
+
+template <class Tile>
+DG_DEVICE void dg_wgmma_staged_wait() {
+  dg_mbarrier_wait_parity(dg_wgmma_staged_barrier<Tile>(), 0u, "staged");
 }
 
 // The k tiles over all segments.
@@ -282,8 +323,9 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
 
 // Note [Staged rank-r epilogue] (dg_epilogue.cuh) on the wgmma accumulators: `staged[q]` holds
 // product q's U rows of the block ([BM][K + 1] floats) then its B columns ([K][BN + 1]), copied
-// before the main loop. A thread's accumulators are rows r and r + 8 (r = 64 wg + 16 warp + lane
-// / 4) of each n8 column tile, columns 2 (lane % 4) and + 1: the mma.sync m16n8 fragment per warp
+// beside the main loop (Note [Rank-r staging beside the main loop]). A thread's accumulators are
+// rows r and r + 8 (r = 64 wg + 16 warp + lane / 4) of each n8 column tile, columns 2 (lane % 4)
+// and + 1: the mma.sync m16n8 fragment per warp
 // (Note [wgmma layouts]), so the products are the same register-blocked sums, j ascending, in
 // chunks of kChunk column tiles that keep the partial sums beside the accumulators in registers.
 // Calls epi(row, col, value[, value1], rank, half) with rank[q] product q's value there, as

@@ -72,7 +72,8 @@ SerialLoads loop_serial_loads(const SassStats& s, const SassLoop& l) {
   return serial_loads(s, body, l.async_copies > 0);
 }
 
-std::vector<int> longest_path_instructions(const SassStats& s, const std::vector<bool>& excluded) {
+std::vector<int> longest_path_instructions(const SassStats& s, const std::vector<bool>& excluded,
+                                           int through_begin, int through_end) {
   const auto& all = s.instructions;
   const int n = static_cast<int>(all.size());
   auto weight = [&](int i) { return i < static_cast<int>(excluded.size()) && excluded[i] ? 0 : 1; };
@@ -81,10 +82,12 @@ std::vector<int> longest_path_instructions(const SassStats& s, const std::vector
   std::vector<int> best(n, -1), from(n, -1);
   if (n == 0) return {};
   best[0] = weight(0);
-  int end = 0;
+  const bool through = through_begin >= 0;
+  // With `through`, a path ends after the range and no edge jumps over it.
+  int end = -1;
   for (int i = 0; i < n; ++i) {
     if (best[i] < 0) continue;
-    if (best[i] > best[end]) end = i;
+    if ((!through || i > through_end) && (end < 0 || best[i] > best[end])) end = i;
     const SassInstruction& ins = all[i];
     const std::string base = sass_base(ins.opcode);
     if (base == "BRX" ||
@@ -94,6 +97,7 @@ std::vector<int> longest_path_instructions(const SassStats& s, const std::vector
       return every;
     }
     auto reach = [&](int j) {
+      if (through && i < through_begin && j > through_end) return;
       if (best[i] + weight(j) > best[j]) {
         best[j] = best[i] + weight(j);
         from[j] = i;
@@ -106,6 +110,7 @@ std::vector<int> longest_path_instructions(const SassStats& s, const std::vector
       if (target != index_of.end()) reach(target->second);
     }
   }
+  if (end < 0) return through ? longest_path_instructions(s, excluded) : std::vector<int>{};
   std::vector<int> path;
   for (int i = end; i >= 0; i = from[i]) path.push_back(i);
   std::reverse(path.begin(), path.end());
@@ -122,7 +127,9 @@ void split_at_main_loop(const SassStats& s, const std::vector<bool>& counted, Sa
     end = s.loops[s.main_mma_loop].end;
   }
   auto is_counted = [&](int i) { return i < static_cast<int>(counted.size()) && counted[i]; };
-  std::vector<int> path = longest_path_instructions(s, counted);
+  // Through the main loop: the phases the MMA warps run in series (Note [Longest path]).
+  std::vector<int> path = s.main_mma_loop >= 0 ? longest_path_instructions(s, counted, begin, end)
+                                               : longest_path_instructions(s, counted);
   std::vector<int> pre, post;
   for (int i : path) {
     if (is_counted(i)) continue;

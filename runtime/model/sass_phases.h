@@ -48,7 +48,10 @@ struct SassPhase {
 
 // The longest path through the function (Note [Longest path]) as instruction indices, every
 // instruction on it included; the loops `excluded` marks still lie on it (their weight is 0).
-std::vector<int> longest_path_instructions(const SassStats& s, const std::vector<bool>& excluded);
+// With through_begin >= 0 the longest of the paths through instructions [through_begin,
+// through_end] (the main loop), or the longest path when none passes there.
+std::vector<int> longest_path_instructions(const SassStats& s, const std::vector<bool>& excluded,
+                                           int through_begin = -1, int through_end = -1);
 
 // The instructions of the longest path before the main MMA loop (`before`) and after it (`after`),
 // the loops `counted` marks left out. Without a main loop everything is `before`.

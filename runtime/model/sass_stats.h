@@ -31,6 +31,10 @@
 // along every forward edge, so one pass in address order finds it. With each of those other loops
 // run once, the longest path is an upper bound of what a warp runs; an indirect branch (BRX, JMX),
 // whose targets the listing does not give, makes it the sum of every instruction instead.
+// A kernel with a main MMA loop takes the longest path through that loop (split_at_main_loop): its
+// phases in series are what the MMA warps run, while a warp-specialized producer's own branch
+// (the TMA loop, the rank-r stagers of Note [Rank-r staging beside the main loop]) runs beside
+// them; a path through the producer's branch counted the stagers' copies as an epilogue in series.
 #pragma once
 #include <cstdint>
 #include <string>

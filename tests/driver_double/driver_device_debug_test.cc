@@ -85,7 +85,8 @@ Status launch_gemm(const KernelModule& gpu) {
   float* pc = c.data();
   long long m = M, n = N, k = K;
   void* args[] = {&am, &bm, &pc, &m, &n, &k};
-  constexpr int kThreads = 384, kSmem = 3 * emu::testing::kGemmStageBytes + 6 * 8;
+  constexpr int kThreads = 384,
+                kSmem = 3 * emu::testing::kGemmStageBytes + 7 * 8;  // DgWgmmaTile::kSmemBytes
   return gpu.launch(0, 0, {1, 2, 1}, {kThreads, 1, 1}, kSmem, args, nullptr);
 }
 

@@ -71,24 +71,30 @@ TEST(EmuWgmmaGemm, OneConsumerTwoStagesLongK) {
 // The race the adversarial emulation found while this loop was written: one leader thread freed
 // the stage for its whole warpgroup, though its wgmma.wait_group retires only its own warp's
 // part. As a mutant it must fail under random schedules (it passes the FIFO schedule).
-TEST(EmuWgmmaGemm, FreeingAStageForOtherWarpsIsCaught) {
+// The kernels over dg_gemm_sm90.cuh with each edit (from, to) made in it; "" when an edit's
+// anchor is missing.
+std::string mutant_source(const std::vector<std::pair<std::string, std::string>>& edits) {
   std::string header;
   for (const EmbeddedFile& f : device_headers())
     if (std::string(f.name) == "dg_gemm_sm90.cuh") header = f.content;
-  ASSERT_FALSE(header.empty());
-  const std::pair<std::string, std::string> edits[] = {
-      {"dg_mbarrier_init(&empty[s], 4 * Tile::kConsumers);",
-       "dg_mbarrier_init(&empty[s], Tile::kConsumers);"},
-      {"if (threadIdx.x % 32 == 0 && t > 0)", "if (threadIdx.x % 128 == 0 && t > 0)"}};
   for (const auto& [from, to] : edits) {
     const size_t at = header.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return "";
     header.replace(at, from.size(), to);
   }
   header.replace(header.find("#pragma once"), 12, "");
   std::string source = kWgmmaGemmKernels;
   const std::string include = "#include \"dg_gemm_sm90.cuh\"\n";
   source.replace(source.find(include), include.size(), header);
+  return source;
+}
+
+TEST(EmuWgmmaGemm, FreeingAStageForOtherWarpsIsCaught) {
+  const std::string source = mutant_source(
+      {{"dg_mbarrier_init(&empty[s], 4 * Tile::kConsumers);",
+        "dg_mbarrier_init(&empty[s], Tile::kConsumers);"},
+       {"if (threadIdx.x % 32 == 0 && t > 0)", "if (threadIdx.x % 128 == 0 && t > 0)"}});
+  ASSERT_FALSE(source.empty()) << "an anchor of the mutant is gone from dg_gemm_sm90.cuh";
   const EmuModule& mutant = test_module(source);
   typedef DgWgmmaTile<128, 64, 3> Tile;
   const long long m = 256, n = 128, k = 200;
@@ -113,6 +119,55 @@ TEST(EmuWgmmaGemm, FreeingAStageForOtherWarpsIsCaught) {
     caught += !error.empty() || c != ref;
   }
   EXPECT_GT(caught, 0) << "the mutant passed three random schedules";
+}
+
+// Note [Rank-r staging beside the main loop]: `module`'s staged kernel at M = 200, N = 128, K =
+// 200 under a random schedule `seed`; "" when C = A B^T + bias[row] everywhere, else what differs.
+std::string staged_run(const EmuModule& module, const char* seed) {
+  typedef DgWgmmaTile<128, 64, 3> Tile;
+  const long long m = 200, n = 128, k = 200;
+  const std::vector<dg_bf16> a = random_bf16(m * k, 5), b = random_bf16(n * k, 6);
+  std::vector<float> bias(m);
+  for (long long r = 0; r < m; ++r) bias[r] = 1.0f + 0.25f * static_cast<float>(r % 7);
+  DgTensorMap am, bm;
+  if (dg_tensor_map_encode(&am, 2, a.data(), {200, 200}, 400, {64, 128}, kDgSwizzle128B) ||
+      dg_tensor_map_encode(&bm, 2, b.data(), {200, 128}, 400, {64, 64}, kDgSwizzle128B))
+    return "tensor map refused";
+  const ScopedEnv env({{std::string("DYNGEN_EMU_SCHED"), std::string("random")},
+                       {std::string("DYNGEN_EMU_ASYNC"), std::string("random")},
+                       {std::string("DYNGEN_EMU_SEED"), std::string(seed)}});
+  std::vector<float> c(m * n, 0.0f);
+  float* pc = c.data();
+  const float* pb = bias.data();
+  long long M = m, N = n, K = k;
+  const DgEmuLaunch cfg{2, 2, 1, Tile::kThreads, 1, 1, Tile::kSmemBytes + 128 * 4 + 16};
+  const std::string error =
+      launch(module, "wgmma_gemm_staged_128x64x3", cfg, am, bm, pb, pc, M, N, K);
+  if (!error.empty()) return error;
+  for (long long r = 0; r < m; ++r)
+    for (long long col = 0; col < n; ++col) {
+      double want = bias[r];
+      for (long long kk = 0; kk < k; ++kk)
+        want += double(dg_bf16_to_float(a[r * k + kk])) * dg_bf16_to_float(b[col * k + kk]);
+      if (!(std::fabs(c[r * n + col] - want) <= 1e-4 * (1 + std::fabs(want))))  // NaN too
+        return "(" + std::to_string(r) + ", " + std::to_string(col) +
+               "): " + std::to_string(c[r * n + col]) + " != " + std::to_string(want);
+    }
+  return "";
+}
+
+// The consumers read what the producer's stagers copy only after the `staged` barrier: the kernel
+// matches under random schedules, and without the consumers' wait it reads the copies before
+// they land under at least one of them.
+TEST(EmuWgmmaGemm, EpilogueWaitsForTheStagers) {
+  for (const char* seed : {"1", "2", "3"}) EXPECT_EQ(staged_run(gemm_module(), seed), "") << seed;
+  const std::string source = mutant_source(
+      {{"dg_mbarrier_wait_parity(dg_wgmma_staged_barrier<Tile>(), 0u, \"staged\");", ""}});
+  ASSERT_FALSE(source.empty()) << "the staged wait is gone from dg_gemm_sm90.cuh";
+  const EmuModule& mutant = test_module(source);
+  int caught = 0;
+  for (const char* seed : {"1", "2", "3"}) caught += !staged_run(mutant, seed).empty();
+  EXPECT_GT(caught, 0) << "the epilogue without its wait passed three random schedules";
 }
 
 }  // namespace

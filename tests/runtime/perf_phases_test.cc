@@ -193,6 +193,43 @@ TEST(PhasesInSeries, OneBlockPerSmAddsItsPhases) {
               1e-15);
 }
 
+// Warp-specialized: the consumers' main loop and a 2-instruction epilogue, then (as ptxas lays it
+// out) the producer's branch, which stages rank-r operands in series and is longer than the
+// epilogue (Note [Rank-r staging beside the main loop]). Its copies run beside the main loop: the
+// phases in series are the path through the main loop (Note [Longest path]).
+constexpr const char* kProducerBranch = R"(
+        /*0000*/                   ISETP.GE.AND P1, PT, R0, 0x100, PT ;
+        /*0010*/               @P1 BRA 0x80 ;
+        /*0020*/                   LDSM.16.M88.4 R12, [R0] ;
+        /*0030*/                   HMMA.16816.F32.BF16 R16, R12, R14, R16 ;
+        /*0040*/               @P0 BRA 0x20 ;
+        /*0050*/                   STG.E [R8.64], R16 ;
+        /*0060*/                   EXIT ;
+        /*0070*/                   NOP ;
+        /*0080*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0090*/                   STS.128 [R0], R4 ;
+        /*00a0*/                   LDG.E.128 R4, desc[UR4][R2.64+0x10] ;
+        /*00b0*/                   STS.128 [R0+0x10], R4 ;
+        /*00c0*/                   LDG.E.128 R4, desc[UR4][R2.64+0x20] ;
+        /*00d0*/                   STS.128 [R0+0x20], R4 ;
+        /*00e0*/                   EXIT ;
+)";
+
+TEST(PhasesInSeries, AProducerBranchIsNotAnEpilogue) {
+  SassStats s = analyze_sass(kProducerBranch);
+  ASSERT_GE(s.main_mma_loop, 0);
+  std::vector<bool> counted(s.instructions.size(), false);
+  for (int j = s.loops[s.main_mma_loop].begin; j <= s.loops[s.main_mma_loop].end; ++j)
+    counted[j] = true;
+  // Unconstrained, the longest path is the producer's branch (9 instructions against 6).
+  EXPECT_EQ(longest_path_instructions(s, counted).size(), 9u);
+  SassPhase before, after;
+  split_at_main_loop(s, counted, &before, &after);
+  EXPECT_EQ(before.instructions, 2);
+  EXPECT_EQ(after.instructions, 2);  // STG, EXIT
+  EXPECT_EQ(after.serial.staging_rounds, 0);
+}
+
 TEST(PhasesInSeries, NoMainLoopNoPhases) {
   SassStats s = analyze_sass(kStraight);  // HMMA outside any loop
   KernelEstimate e = tensor_work(132, 1e6);
