@@ -5,13 +5,14 @@
 // codegen/device/dg_gemm_sm90.cuh: TMA boxes into a ring of 128-byte-swizzled stages, wgmma on
 // them (imm-trans-b = 1 for N-major B), the epilogue unchanged in meaning on the wgmma
 // accumulator layout (dg_wgmma_epilogue calls the same lambda the mma.sync kernels call).
-// Rank-r products (the LoRA updates) are staged as on mma.sync (Note [Staged rank-r epilogue]):
-// the producer warpgroup's idle warps copy the block's U rows and B columns into shared memory
-// beside the main loop (Note [Rank-r staging beside the main loop] in dg_gemm_sm90.cuh), and
-// dg_wgmma_epilogue_rank sums them in registers on the wgmma layout. Read from global memory per
-// element instead, the products made the seed forward's wgmma GEMMs issue-bound: at s = 4096
-// `dyngen plan` put the gate/up GEMM at 83.4 us against 61.3 us on mma.sync, the down GEMM at 78.4
-// against 38.2. One compile holds, by the runtime M (Note [Tile choice] in tile_choice.cc):
+// Rank-r products (the LoRA updates) are staged (Note [Staged rank-r epilogue]): the producer
+// warpgroup's idle warps copy the block's U rows and B columns into shared memory beside the
+// main loop (Note [Rank-r staging beside the main loop] in dg_gemm_sm90.cuh) as bf16 splits, and
+// dg_wgmma_epilogue_rank runs the products as wgmmas (Note [Rank-r products on tensor cores]). Read
+// from global memory per element instead, the products made the seed forward's wgmma GEMMs
+// issue-bound: at s = 4096 `dyngen plan` put the gate/up GEMM at 83.4 us against 61.3 us on
+// mma.sync, the down GEMM at 78.4 against 38.2. One compile holds, by the runtime M (Note [Tile
+// choice] in tile_choice.cc):
 // - for two B operands, 128 x 128 from the M where its tiles fill one wave (Note [Wide gate/up
 //   tile]);
 // - 128 x BN wgmma (two consumer warpgroups) from the M where its tiles fill one wave of
@@ -50,14 +51,19 @@ constexpr int64_t kMinN = 128, kMinK = 128;  // wgmma_eligible
 
 struct WgmmaTile {
   int bm, bn, stages, nb;
-  bool b_mn_major = false;      // B stored [K][N] (Note [Warp-specialized main loop])
-  std::vector<int64_t> staged;  // each product's copies, in floats after the main loop's bytes
-  int64_t staged_floats = 0;
+  bool b_mn_major = false;  // B stored [K][N] (Note [Warp-specialized main loop])
+  int rank_products = 0;    // staged rank-r products, each of rank_steps k16 steps
+  int rank_steps = 0;
   int threads() const { return 128 * (bm / 64 + 1); }
   int64_t stage_bytes() const { return int64_t{2} * 64 * (bm + nb * bn); }
   // Tile::kSmemBytes: the stages, two barriers each and the `staged` barrier.
   int64_t loop_bytes() const { return stages * stage_bytes() + 16 * stages + 8; }
-  int smem_bytes() const { return static_cast<int>(loop_bytes() + 4 * staged_floats); }
+  // DgWgmmaRank: the products' k tiles from the next 1024-byte boundary.
+  int smem_bytes() const {
+    if (rank_products == 0) return static_cast<int>(loop_bytes());
+    const int64_t k_tiles = (2 * rank_steps * rank_products + 3) / 4;
+    return static_cast<int>((loop_bytes() + 1023) / 1024 * 1024 + k_tiles * (bm + bn) * 128);
+  }
 };
 
 // Note [Wide gate/up tile]
@@ -76,18 +82,18 @@ struct WgmmaTile {
 // Its 128 accumulators a consumer thread exceed the 168 registers 384 threads get at entry (as
 // two n128 it spilled 60 bytes): the producer gives registers back and the consumers take 232
 // (Note [Warpgroup register counts] in dg_wgmma_sm90.cuh). Shared memory: 4 stages of 48 KB
-// and the seed's staged rank-r products (2 x (128 x 17 + 16 x 129) floats) are 230,592 bytes
-// of the 232,448. It halves the column tiles, so it starts where they fill one wave (the seed's
-// N = 1024: 8 column tiles, M >= 2049); 128 x 64 stays below, which fills a wave twice as soon.
-// `wide`: that tile.
+// and the seed's two staged rank-16 products (one 64-wide k tile of 128 + 128 rows, Note [Rank-r
+// products on tensor cores]) are 230,400 bytes of the 232,448. It halves the column tiles, so it
+// starts where they fill one wave (the seed's N = 1024: 8 column tiles, M >= 2049); 128 x 64 stays
+// below, which fills a wave twice as soon. `wide`: that tile.
 WgmmaTile wgmma_tile(int bm, int64_t N, const GemmKernelSpec& spec, bool wide = false) {
   const int nb = static_cast<int>(spec.b.size());
   const int bn = wide || (N > 64 && !(nb == 2 && bm == 128)) ? 128 : 64;
-  WgmmaTile t{bm, bn, kMaxStages, nb, false, {}, 0};
+  WgmmaTile t{bm, bn, kMaxStages, nb};
   t.b_mn_major = tc_transposes(spec).bkn;
-  for (const EpilogueProduct& p : spec.products) {
-    t.staged.push_back(t.staged_floats);
-    t.staged_floats += t.bm * (p.k + 1) + p.k * (t.bn + 1);
+  if (!spec.products.empty()) {  // wgmma_eligible: all of one rank
+    t.rank_products = static_cast<int>(spec.products.size());
+    t.rank_steps = static_cast<int>((spec.products[0].k + 15) / 16);
   }
   while (t.stages > 2 && t.smem_bytes() > kMaxSmemBytes) --t.stages;
   return t;
@@ -160,6 +166,39 @@ std::string mainloop_code(const std::vector<GemmKSegment>& segments, int nb,
          (staging.empty() ? "" : "    dg_wgmma_staged_wait<Tile>();\n") + epilogue + "  }\n";
 }
 
+// The stagers' copies of each product's U rows and W columns as bf16 splits (Note [Rank-r
+// products on tensor cores]): A rows of the block's M, B rows of its N, j past the rank zero,
+// then the async-proxy fence that lets the consumers' wgmmas read what these generic stores
+// wrote (arrive, which follows, orders them for the consumers' wait).
+std::string rank_split_staging(const std::vector<EpilogueProduct>& products, const WgmmaTile& t) {
+  const std::string KS = std::to_string(t.rank_steps), KP = std::to_string(16 * t.rank_steps);
+  const int64_t k_tiles = (2 * t.rank_steps * t.rank_products + 3) / 4;
+  std::string s = "      unsigned char* const dg_rank_b = dg_rank + " + std::to_string(k_tiles) +
+                  " * Tile::BM * 128;\n";
+  for (size_t q = 0; q < products.size(); ++q) {
+    const EpilogueProduct& p = products[q];
+    const std::string k = std::to_string(p.k), Q = std::to_string(q);
+    s += "      // " + p.name + ": the block's rows of U and columns of W\n";
+    s += "      for (int e = dg_stager; e < Tile::BM * " + KP + "; e += Tile::kStagingThreads) {\n";
+    s += "        const int r = e / " + KP + ", j = e % " + KP + ";\n";
+    s += "        const float v = m0 + r < M && j < " + k + " ? dg_convert<float>(" + p.t +
+         "[(m0 + r) * " + k + " + j]) : 0.0f;\n";
+    s += "        dg_wgmma_rank_split<" + KS + ">(dg_rank, Tile::BM, r, " + Q +
+         ", j, v);\n      }\n";
+    s += "      for (int e = dg_stager; e < " + KP + " * Tile::BN; e += Tile::kStagingThreads) {\n";
+    // Consecutive threads read consecutive elements of w.
+    s += p.linear_weight ? "        const int c = e / " + KP + ", j = e % " + KP + ";\n"
+                         : "        const int j = e / Tile::BN, c = e % Tile::BN;\n";
+    const std::string w_at =
+        p.linear_weight ? "(n0 + c) * " + k + " + j" : "j * " + p.w_ld + " + n0 + c";
+    s += "        const float v = n0 + c < N && j < " + k + " ? dg_convert<float>(" + p.w + "[" +
+         w_at + "]) : 0.0f;\n";
+    s += "        dg_wgmma_rank_split<" + KS + ">(dg_rank_b, Tile::BN, c, " + Q +
+         ", j, v);\n      }\n";
+  }
+  return s + "      dg_fence_proxy_async();\n";
+}
+
 // The kernel: the tensor maps after the pointers, the main loop, the epilogue lambda on every
 // accumulator inside [0, M) x [0, N).
 std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::string& name,
@@ -192,14 +231,13 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   const std::string stores = epilogue_stores(spec, spec.params);
   std::string scratch, staging,
       epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
-  if (staged) {  // Note [Rank-r staging beside the main loop]
-    scratch =
-        "  float* const dg_scratch = reinterpret_cast<float*>(dg_dynamic_smem() + "
-        "Tile::kSmemBytes);\n";
-    staging = rank_staging_loops(spec.products, t.staged, "dg_stager", "Tile::kStagingThreads");
-    epilogue = rank_pointers(t.staged) + "  dg_wgmma_epilogue_rank<Tile, " +
-               std::to_string(spec.products.size()) + ", " + std::to_string(spec.products[0].k) +
-               ">(acc, m0, M, n0, N, dg_rank_at, epi, dg_stores);\n";
+  if (staged) {  // Note [Rank-r staging beside the main loop], [Rank-r products on tensor cores]
+    const std::string rank = "DgWgmmaRank<Tile, " + std::to_string(t.rank_products) + ", " +
+                             std::to_string(t.rank_steps) + ">";
+    scratch = "  unsigned char* const dg_rank = dg_dynamic_smem() + " + rank + "::kOffset;\n";
+    staging = rank_split_staging(spec.products, t);
+    epilogue = "  dg_wgmma_epilogue_rank<Tile, " + std::to_string(t.rank_products) + ", " +
+               std::to_string(t.rank_steps) + ">(acc, m0, M, n0, N, dg_rank, epi, dg_stores);\n";
   }
   // A minimum of one block per SM: ptxas then knows the register count at entry, which setmaxnreg
   // needs (Note [Warpgroup register counts] in dg_wgmma_sm90.cuh).

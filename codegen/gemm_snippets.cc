@@ -55,21 +55,20 @@ std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bo
                                  "DgPairs<" + std::to_string(spec.stores.size()) + ">", true);
 }
 
-std::string rank_staging_loops(const std::vector<EpilogueProduct>& products,
-                               const std::vector<int64_t>& offsets, const std::string& thread,
-                               const std::string& threads) {
+std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
+                              const std::vector<int64_t>& offsets) {
   std::string s;
   for (size_t i = 0; i < products.size(); ++i) {
     const EpilogueProduct& p = products[i];
     const std::string k = std::to_string(p.k), k1 = std::to_string(p.k + 1);
     s += "  {  // " + p.name + ": the block's rows of U and columns of B\n";
     s += "    float* const u = dg_scratch + " + std::to_string(offsets[i]) + ";\n";
-    s += "    for (int e = " + thread + "; e < Tile::BM * " + k + "; e += " + threads + ") {\n";
+    s += "    for (int e = threadIdx.x; e < Tile::BM * " + k + "; e += Tile::kThreads) {\n";
     s += "      const int r = e / " + k + ", j = e % " + k + ";\n";
     s += "      u[r * " + k1 + " + j] = m0 + r < M ? dg_convert<float>(" + p.t + "[(m0 + r) * " +
          k + " + j]) : 0.0f;\n    }\n";
     s += "    float* const w = u + Tile::BM * " + k1 + ";\n";
-    s += "    for (int e = " + thread + "; e < " + k + " * Tile::BN; e += " + threads + ") {\n";
+    s += "    for (int e = threadIdx.x; e < " + k + " * Tile::BN; e += Tile::kThreads) {\n";
     // Consecutive threads read consecutive elements of w.
     s += p.linear_weight ? "      const int c = e / " + k + ", j = e % " + k + ";\n"
                          : "      const int j = e / Tile::BN, c = e % Tile::BN;\n";
@@ -78,20 +77,11 @@ std::string rank_staging_loops(const std::vector<EpilogueProduct>& products,
     s += "      w[j * (Tile::BN + 1) + c] = n0 + c < N ? dg_convert<float>(" + p.w + "[" + w_at +
          "]) : 0.0f;\n    }\n  }\n";
   }
-  return s;
-}
-
-std::string rank_pointers(const std::vector<int64_t>& offsets) {
-  std::string s = "  const float* const dg_rank_at[" + std::to_string(offsets.size()) + "] = {";
+  s += "  __syncthreads();\n  const float* const dg_rank_at[" + std::to_string(products.size()) +
+       "] = {";
   for (size_t i = 0; i < offsets.size(); ++i)
     s += (i ? ", " : "") + std::string("dg_scratch + ") + std::to_string(offsets[i]);
   return s + "};\n";
-}
-
-std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
-                              const std::vector<int64_t>& offsets) {
-  return rank_staging_loops(products, offsets, "threadIdx.x", "Tile::kThreads") +
-         "  __syncthreads();\n" + rank_pointers(offsets);
 }
 
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,

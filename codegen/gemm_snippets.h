@@ -32,12 +32,6 @@ std::string epilogue_stores(const GemmKernelSpec& spec, KernelParams& params, bo
 // products' copies. Needs m0, n0, M, N and a Tile with BM, BN and kThreads in scope.
 std::string rank_staging_code(const std::vector<EpilogueProduct>& products,
                               const std::vector<int64_t>& offsets);
-// The copies alone, by `threads` threads (C expressions), this one `thread`: no barrier.
-std::string rank_staging_loops(const std::vector<EpilogueProduct>& products,
-                               const std::vector<int64_t>& offsets, const std::string& thread,
-                               const std::string& threads);
-// `const float* const dg_rank_at[]`: the products' copies in `dg_scratch`.
-std::string rank_pointers(const std::vector<int64_t>& offsets);
 // `extern "C" __global__ void __launch_bounds__(threads) name(params, symbols) {`
 std::string kernel_header(const std::string& name, int threads, const KernelParams& params,
                           const LoweringContext& ctx);

@@ -15,7 +15,9 @@
 // lanes read 8 rows of U, stride K + 1 words, and neighbouring columns of B) and the staging writes
 // too. The values and the order of the additions (j ascending) are the global path's. The code
 // generator stages when every product is f32 with the same K and the copies fit the main loop's
-// shared memory (codegen/emit_gemm.cc); otherwise the epilogue reads global memory.
+// shared memory (codegen/emit_gemm.cc); otherwise the epilogue reads global memory. The sm_90a
+// wgmma kernels stage bf16 splits instead, beside the main loop, and run the products on tensor
+// cores (Note [Rank-r products on tensor cores] in dg_gemm_sm90.cuh).
 #pragma once
 #include "dg_config.cuh"
 #include "dg_ops.cuh"

@@ -98,6 +98,17 @@ struct DgWgmmaTile {
   static DG_DEVICE int k_tiles(long long k) { return static_cast<int>((k + kBK - 1) / kBK); }
 };
 
+// The shared memory of a tile's staged rank-r products: NP products of KS k16 steps each (Note
+// [Rank-r products on tensor cores]).
+template <class Tile, int NP, int KS>
+struct DgWgmmaRank {
+  static constexpr int kSteps = 2 * KS * NP;
+  static constexpr int kKTiles = (kSteps + 3) / 4;
+  static constexpr int kOffset = (Tile::kSmemBytes + 1023) / 1024 * 1024;
+  static constexpr int kBytes = kKTiles * (Tile::BM + Tile::BN) * 128;
+  static_assert(NP >= 1 && KS >= 1, "at least one product of rank 1 or more");
+};
+
 #if defined(DG_HAS_DEVICE) && (defined(DG_HOST_EMULATION) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
 
 // The main loop in three parts, which the kernel calls as
@@ -321,55 +332,91 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
         direct);
 }
 
-// Note [Staged rank-r epilogue] (dg_epilogue.cuh) on the wgmma accumulators: `staged[q]` holds
-// product q's U rows of the block ([BM][K + 1] floats) then its B columns ([K][BN + 1]), copied
-// beside the main loop (Note [Rank-r staging beside the main loop]). A thread's accumulators are
-// rows r and r + 8 (r = 64 wg + 16 warp + lane / 4) of each n8 column tile, columns 2 (lane % 4)
-// and + 1: the mma.sync m16n8 fragment per warp
-// (Note [wgmma layouts]), so the products are the same register-blocked sums, j ascending, in
-// chunks of kChunk column tiles that keep the partial sums beside the accumulators in registers.
-// Calls epi(row, col, value[, value1], rank, half) with rank[q] product q's value there, as
-// dg_wgmma_epilogue does.
-template <class Tile, int NP, int K, class Epi, class Stores>
+// Note [Rank-r products on tensor cores]
+// The rank-r products of a wgmma GEMM's epilogue (Note [Staged rank-r epilogue] in
+// dg_epilogue.cuh: product q at (row, col) is sum_j U_q[row][j] W_q[col][j], U and W in f32) run
+// as wgmmas on a bf16 split: v = hi + lo with hi = bf16(v) and lo = bf16(v - hi), and
+//   U W^T ~ U_hi W_hi^T + U_lo W_hi^T + U_hi W_lo^T,
+// the dropped U_lo W_lo^T and the residues below lo being about 2^-16 of each term: about
+// 2^-15 relative to the product, which the epilogue adds to an f32 accumulator and rounds to
+// bf16 (2^-9) on the way out. (This is the "bf16x3" way to f32-class products on bf16 tensor
+// cores.) As SIMT FMAs the products were the epilogue's largest part: in Phi-3.5-MoE's gate/up
+// GEMM at s = 4096, 4 loops of 16 iterations of 59 instructions per warp (32 FFMA, 20 LDS) beside
+// the epilogue's 2921 other instructions; here they are 3 KS wgmmas per product and chunk.
+// Layout (DgWgmmaRank): the stagers (Note [Rank-r staging beside the main loop]) write each
+// product's U rows and W columns as k16 steps, product q's hi parts at steps 2 KS q + s and lo
+// parts at 2 KS q + KS + s (s < KS = ceil(r / 16); j >= r is zero), four steps to a 64-wide k tile
+// of 128-byte rows, 128-byte swizzled as the main loop's stages are (Note [wgmma layouts]): A
+// (U) tiles of BM rows, then B (W) tiles of BN rows, from a 1024-byte boundary after the main
+// loop's shared memory. For the seed's and Phi's two rank-16 products that is one k tile: 32 KB
+// for a 128 x 128 tile, about the 33.9 KB the f32 copies took. A chunk of 8 kChunk columns runs
+// product q as m64n(8 kChunk)k16 wgmmas (A steps hi, lo, hi against B steps hi, hi, lo) into
+// registers laid out as the accumulators' columns there, then the epilogue calls epi on them.
+// Element (row, kk) of k16 step `step` in k tiles of `rows` rows of 128 bytes, 128-byte
+// swizzled (tiles on a 1024-byte boundary, so the XOR takes the row's bits 0-2).
+DG_DEVICE void dg_wgmma_rank_put(unsigned char* tiles, int rows, int row, int step, int kk,
+                                 dg_bf16 x) {
+  const int col = (step % 4) * 16 + kk, chunk = (col / 8) ^ (row % 8);
+  *reinterpret_cast<dg_bf16*>(tiles + (step / 4) * rows * 128 + row * 128 + chunk * 16 +
+                              (col % 8) * 2) = x;
+}
+
+// v's bf16 hi and lo parts as element j of product q's row `row` (an A or B operand region of
+// `rows` rows; Note [Rank-r products on tensor cores]).
+template <int KS>
+DG_DEVICE void dg_wgmma_rank_split(unsigned char* tiles, int rows, int row, int q, int j, float v) {
+  const dg_bf16 hi = dg_float_to_bf16(v);
+  const dg_bf16 lo = dg_float_to_bf16(v - dg_bf16_to_float(hi));
+  dg_wgmma_rank_put(tiles, rows, row, 2 * KS * q + j / 16, j % 16, hi);
+  dg_wgmma_rank_put(tiles, rows, row, 2 * KS * q + KS + j / 16, j % 16, lo);
+}
+
+// The epilogue with rank-r products (Note [Rank-r products on tensor cores]) over `rank`, the
+// staged operands (DgWgmmaRank's layout, published by the `staged` barrier). Calls epi(row, col,
+// value[, value1], rank, half) with rank[q] product q's value there, as dg_wgmma_epilogue does.
+template <class Tile, int NP, int KS, class Epi, class Stores>
 DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2], long long m0,
                                       long long M, long long n0, long long N,
-                                      const float* const (&staged)[NP], const Epi& epi,
-                                      Stores& stores) {
+                                      const unsigned char* rank, const Epi& epi, Stores& stores) {
+  typedef DgWgmmaRank<Tile, NP, KS> Rank;
   constexpr int kTiles = Tile::BN / 8, kChunk = kTiles < 4 ? kTiles : 4;
-  const int T = static_cast<int>(threadIdx.x % 128);
-  const int r0 = 64 * static_cast<int>(threadIdx.x / 128) + dg_wgmma_acc_row(T, 0);
+  const int T = static_cast<int>(threadIdx.x % 128), wg = static_cast<int>(threadIdx.x / 128);
+  const int r0 = 64 * wg + dg_wgmma_acc_row(T, 0);
   const int c0 = dg_wgmma_acc_col(T, 0);
+  const dg_u32 a_base = dg_smem_address(rank) + wg * 64 * 128;
+  const dg_u32 b_base = dg_smem_address(rank) + Rank::kKTiles * Tile::BM * 128;
+  // Step `step`'s descriptor: k tile step / 4 of `tile_bytes`, 32 bytes a step into its rows.
+  auto desc = [](dg_u32 base, int tile_bytes, int step) {
+    return dg_wgmma_desc(base + (step / 4) * tile_bytes, 16, 1024, kDgSwizzle128B) + 2 * (step % 4);
+  };
   DG_UNROLL
   for (int chunk = 0; chunk < kTiles; chunk += kChunk) {
-    float p[NP][2][kChunk][2];
-    DG_UNROLL
-    for (int q = 0; q < NP; ++q) DG_UNROLL
-    for (int h = 0; h < 2; ++h) DG_UNROLL
-    for (int nt = 0; nt < kChunk; ++nt) p[q][h][nt][0] = p[q][h][nt][1] = 0.0f;
-    // The chunk's operands, loaded under the products' loop (Note [Epilogue operand loads] in
+    // The chunk's operands, loaded under the products' wgmmas (Note [Epilogue operand loads] in
     // dg_epilogue_loads.cuh): pair 2 nt + i / 2.
     DgEpilogueLoads<Stores, 2 * kChunk> loads(stores);
     DG_UNROLL
     for (int nt = 0; nt < kChunk; ++nt) DG_UNROLL
     for (int i = 0; i < 4; i += 2)
       loads.load(2 * nt + i / 2, m0 + r0 + 8 * (i / 2), n0 + 8 * (chunk + nt) + c0, M, N);
-    DG_NO_UNROLL
-    for (int j = 0; j < K; ++j) {
+    // p[q][4 nt + i + h]: row r0 + 8 (i / 2), column 8 (chunk + nt) + c0 + h, as in acc.
+    float p[NP][4 * kChunk];
+    dg_wgmma_fence();
+    DG_UNROLL
+    for (int q = 0; q < NP; ++q) {
       DG_UNROLL
-      for (int q = 0; q < NP; ++q) {
-        const float* u = staged[q] + r0 * (K + 1) + j;
-        const float u0 = u[0], u1 = u[8 * (K + 1)];
-        const float* w = staged[q] + Tile::BM * (K + 1) + j * (Tile::BN + 1) + c0 + 8 * chunk;
-        DG_UNROLL
-        for (int nt = 0; nt < kChunk; ++nt) {
-          const float w0 = w[8 * nt], w1 = w[8 * nt + 1];
-          p[q][0][nt][0] += u0 * w0;
-          p[q][0][nt][1] += u0 * w1;
-          p[q][1][nt][0] += u1 * w0;
-          p[q][1][nt][1] += u1 * w1;
-        }
+      for (int s = 0; s < KS; ++s) {
+        const int hi = 2 * KS * q + s, lo = hi + KS;
+        const dg_u32 b_chunk = b_base + chunk * 8 * 128;
+        dg_wgmma_m64nNk16_bf16<8 * kChunk>(p[q], desc(a_base, Tile::BM * 128, hi),
+                                           desc(b_chunk, Tile::BN * 128, hi), s > 0);
+        dg_wgmma_m64nNk16_bf16<8 * kChunk>(p[q], desc(a_base, Tile::BM * 128, lo),
+                                           desc(b_chunk, Tile::BN * 128, hi), true);
+        dg_wgmma_m64nNk16_bf16<8 * kChunk>(p[q], desc(a_base, Tile::BM * 128, hi),
+                                           desc(b_chunk, Tile::BN * 128, lo), true);
       }
     }
+    dg_wgmma_commit();
+    dg_wgmma_wait<0>();
     DG_UNROLL
     for (int nt = 0; nt < kChunk; ++nt) {
       DG_UNROLL
@@ -379,15 +426,15 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
         const long long row = m0 + r0 + 8 * (i / 2), col = n0 + 8 * n + c0;
         if (row >= M) continue;
         dg_store_columns(stores, col, N, [&](const auto& half, int h) {
-          float rank[NP];
+          float values[NP];
           DG_UNROLL
-          for (int q = 0; q < NP; ++q) rank[q] = p[q][i / 2][nt][h];
+          for (int q = 0; q < NP; ++q) values[q] = p[q][4 * nt + i + h];
           const int c = static_cast<int>(col) + h;
           const auto& io = loads.element(half, 2 * nt + i / 2, h);
           if constexpr (Tile::NB == 1)
-            epi(row, c, acc[0][4 * n + i + h], rank, io);
+            epi(row, c, acc[0][4 * n + i + h], values, io);
           else
-            epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], rank, io);
+            epi(row, c, acc[0][4 * n + i + h], acc[1][4 * n + i + h], values, io);
         });
       }
     }

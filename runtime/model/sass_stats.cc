@@ -118,6 +118,32 @@ int SassStats::longest_path(const std::vector<bool>& excluded) const {
   return longest;
 }
 
+namespace {
+
+// Note [Out-of-line waits]
+// ptxas moves an mbarrier wait's retry out of line: the inline TRYWAIT branches forward to a stub
+// after the function's code, `s: [YIELD;] TRYWAIT P, [bar]; @!P BRA s; BRA back`, whose last BRA
+// returns to the instruction after the inline wait. That BRA points backwards but closes no loop:
+// taken as one, it spanned the main loop's wait to the function's end, and once the epilogue held
+// wgmmas of its own (Note [Rank-r products on tensor cores]) that span held the most MMAs and
+// became the "main loop". So an unguarded backward BRA right after a spin (a guarded branch back
+// to code that only a jump reaches: the instruction before it is an unguarded BRA or EXIT) is the
+// stub's return; the spin itself stays a loop.
+bool is_wait_stub_return(const std::vector<SassInstruction>& all, int b) {
+  if (all[b].guarded || sass_base(all[b].opcode) != "BRA" || b < 2) return false;
+  const SassInstruction& spin = all[b - 1];
+  if (!spin.guarded || sass_base(spin.opcode) != "BRA" || spin.branch_target > spin.address)
+    return false;
+  int start = b - 1;
+  while (start > 0 && all[start - 1].address >= spin.branch_target) --start;
+  if (start == 0 || all[start].address != spin.branch_target) return false;
+  const SassInstruction& before = all[start - 1];
+  const std::string base = sass_base(before.opcode);
+  return !before.guarded && (base == "BRA" || base == "EXIT" || base == "RET");
+}
+
+}  // namespace
+
 SassStats analyze_sass(const std::string& function_sass) {
   SassStats s;
   std::istringstream in(function_sass);
@@ -134,6 +160,7 @@ SassStats analyze_sass(const std::string& function_sass) {
   }
   for (int b = 0; b < static_cast<int>(all.size()); ++b) {
     if (all[b].branch_target < 0 || all[b].branch_target >= all[b].address) continue;
+    if (is_wait_stub_return(all, b)) continue;
     SassLoop l;
     l.end = b;
     l.begin = b;

@@ -3,11 +3,12 @@
 //
 // Note [Loops in SASS]
 // A loop is a backward branch: a `BRA` at address b whose target t is at or before b (a branch to
-// itself, the padding after EXIT, is not a loop). Its body is every instruction from t to b, in
-// address order, inner loops included once. Loops nest by address range. The main MMA loop is the
-// loop with the most tensor-core MMAs (HMMA, HGMMA) in its body, the shortest one on a tie (the
-// innermost of nested loops; of the main loop's variants in Note [Lean main loop], the one that
-// aligned launches run for blocks inside M and N, whose loops have no predicates); its
+// itself, the padding after EXIT, is not a loop, nor is the return of an mbarrier wait's
+// out-of-line retry: Note [Out-of-line waits] in sass_stats.cc). Its body is every instruction from
+// t to b, in address order, inner loops included once. Loops nest by address range. The main MMA
+// loop is the loop with the most tensor-core MMAs (HMMA, HGMMA) in its body, the shortest one on a
+// tie (the innermost of nested loops; of the main loop's variants in Note [Lean main loop], the one
+// that aligned launches run for blocks inside M and N, whose loops have no predicates); its
 // instructions per MMA is body instructions / MMAs. That is a static count: an inner loop inside
 // the main loop counts once whatever its trip count, and both sides of a branch in the body count,
 // so `inner_loops` says when the figure is a lower bound of the dynamic one (the target

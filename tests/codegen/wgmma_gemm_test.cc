@@ -243,6 +243,22 @@ TEST(WgmmaGemm, RaggedLoraBackwardMatchesTheReference) {
                           {0, 1, 63, 64, 65, 127, 128, 129, 255, 257, 1000}, 4, true);
 }
 
+// Ranks that are not a multiple of 16 on the tensor-core rank-r epilogue (Note [Rank-r products on
+// tensor cores]): r = 8 pads each product's one k16 step with zeros, r = 40 takes three steps a
+// product, the two products' hi and lo parts twelve steps over three 64-wide k tiles.
+TEST(WgmmaGemm, RaggedRanksOnTheTensorCoreEpilogueMatchTheReference) {
+  for (int64_t rank : {8, 40}) {
+    SCOPED_TRACE("r = " + std::to_string(rank));
+    const Graph g = resized_seed("seed_expert_mlp.dgir", 320, 200, rank);
+    CompileOutcome o = compile_graph(g, sm90_request(4));
+    ASSERT_TRUE(o.ok()) << o.error;
+    EXPECT_NE(o.executable->plan().source.find("dg_wgmma_epilogue_rank<Tile, 2, " +
+                                               std::to_string((rank + 15) / 16) + ">"),
+              std::string::npos);
+    expect_matches_reference(g, *o.executable, "s77", {1, 64, 65, 128, 129, 257}, 900 + rank);
+  }
+}
+
 // The seed's backward at OLMoE sizes: waves of 16 blocks put the down projection's dgrad
 // (N = 1024, eight column tiles) on 64 x 128 wgmma from M = 65 and on 128 x 128 from M = 129, and
 // dx over two K segments (N = 2048) on 128 x 128 from M = 1.

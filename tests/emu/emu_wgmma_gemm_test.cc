@@ -170,5 +170,41 @@ TEST(EmuWgmmaGemm, EpilogueWaitsForTheStagers) {
   EXPECT_GT(caught, 0) << "the epilogue without its wait passed three random schedules";
 }
 
+// Note [Rank-r products on tensor cores]: f32 products through the bf16 split, with operands
+// that bf16 cannot hold, within 1e-4 of the sum of |u w| (the split's bound is about 3 x 2^-16;
+// bf16 alone, or a split missing one of its three terms, is off by 2^-9 or more).
+TEST(EmuWgmmaGemm, RankProductsOnTensorCoresKeepF32Accuracy) {
+  const long long m = 100, n = 64;
+  std::vector<float> u0(m * 24), u1(m * 24), w0(n * 24), w1(n * 24);
+  uint64_t state = 12345;
+  auto next = [&]() {  // in (-1, 1), with a full 24-bit significand
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / (1 << 23);
+  };
+  for (auto* v : {&u0, &u1, &w0, &w1})
+    for (float& x : *v) x = next();
+  std::vector<float> c(m * n * 2, 777.0f);
+  typedef DgWgmmaTile<128, 64, 2> Tile;
+  typedef DgWgmmaRank<Tile, 2, 2> Rank;
+  const DgEmuLaunch cfg{1, 1, 1, Tile::kThreads, 1, 1, Rank::kOffset + Rank::kBytes};
+  float* pc = c.data();
+  const float *p0 = u0.data(), *p1 = w0.data(), *p2 = u1.data(), *p3 = w1.data();
+  long long M = m, N = n;
+  ASSERT_EQ(launch(gemm_module(), "wgmma_rank_products", cfg, p0, p1, p2, p3, pc, M, N), "");
+  for (long long r = 0; r < m; ++r)
+    for (long long col = 0; col < n; ++col)
+      for (int q = 0; q < 2; ++q) {
+        const std::vector<float>& u = q ? u1 : u0;
+        const std::vector<float>& w = q ? w1 : w0;
+        double want = 0, scale = 0;
+        for (int j = 0; j < 24; ++j) {
+          want += double(u[r * 24 + j]) * w[col * 24 + j];
+          scale += std::fabs(double(u[r * 24 + j]) * w[col * 24 + j]);
+        }
+        ASSERT_NEAR(c[(r * n + col) * 2 + q], want, 1e-4 * scale)
+            << "product " << q << " at (" << r << ", " << col << ")";
+      }
+}
+
 }  // namespace
 }  // namespace dg::emu::testing

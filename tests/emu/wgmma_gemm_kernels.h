@@ -77,6 +77,44 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   }
 }
 DG_EMU_ENTRY(wgmma_gemm_staged_128x64x3)
+
+// The rank-r epilogue alone (Note [Rank-r products on tensor cores]): two products of rank 24
+// (two k16 steps each, j = 24-31 zero), U_q [M][24] and W_q [N][24] in f32, staged as bf16 splits
+// by every thread, then the consumers' wgmmas; c[(row N + col) 2 + q] = product q there. One block
+// of 384 threads, M <= 128, N <= 64, DgWgmmaRank's offset + bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    wgmma_rank_products(const float* u0, const float* w0, const float* u1, const float* w1,
+                        float* c, long long M, long long N) {
+  typedef DgWgmmaTile<128, 64, 2> Tile;
+  typedef DgWgmmaRank<Tile, 2, 2> Rank;
+  unsigned char* const rank = dg_dynamic_smem() + Rank::kOffset;
+  unsigned char* const rank_b = rank + Rank::kKTiles * Tile::BM * 128;
+  for (int e = threadIdx.x; e < Tile::BM * 32; e += blockDim.x) {
+    const int r = e / 32, j = e % 32;
+    const bool in = r < M && j < 24;
+    dg_wgmma_rank_split<2>(rank, Tile::BM, r, 0, j, in ? u0[r * 24 + j] : 0.0f);
+    dg_wgmma_rank_split<2>(rank, Tile::BM, r, 1, j, in ? u1[r * 24 + j] : 0.0f);
+  }
+  for (int e = threadIdx.x; e < Tile::BN * 32; e += blockDim.x) {
+    const int n = e / 32, j = e % 32;
+    const bool in = n < N && j < 24;
+    dg_wgmma_rank_split<2>(rank_b, Tile::BN, n, 0, j, in ? w0[n * 24 + j] : 0.0f);
+    dg_wgmma_rank_split<2>(rank_b, Tile::BN, n, 1, j, in ? w1[n * 24 + j] : 0.0f);
+  }
+  dg_fence_proxy_async();
+  __syncthreads();
+  if (threadIdx.x >= 256) return;
+  float acc[1][Tile::BN / 2] = {};
+  DgDirectStores direct;
+  dg_wgmma_epilogue_rank<Tile, 2, 2>(
+      acc, 0, M, 0, N, rank,
+      [&](long long r, long long col, float, const float (&p)[2], const DgDirectStores&) {
+        c[(r * N + col) * 2] = p[0];
+        c[(r * N + col) * 2 + 1] = p[1];
+      },
+      direct);
+}
+DG_EMU_ENTRY(wgmma_rank_products)
 )cuda";
 
 }  // namespace dg::emu::testing

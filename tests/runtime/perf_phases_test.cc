@@ -230,6 +230,30 @@ TEST(PhasesInSeries, AProducerBranchIsNotAnEpilogue) {
   EXPECT_EQ(after.serial.staging_rounds, 0);
 }
 
+// Note [Out-of-line waits]: the main loop's wait retries in a stub after EXIT that returns into
+// the loop; the epilogue holds wgmmas of its own (Note [Rank-r products on tensor cores]). The
+// stub's return closes no loop, so the main loop is the real one, not a span to the stub.
+TEST(LoopsInSass, AnOutOfLineWaitsReturnIsNoLoop) {
+  SassStats s = analyze_sass(R"(
+        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR10], R5 ;
+        /*0010*/               @!P0 BRA 0x90 ;
+        /*0020*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], R24 ;
+        /*0030*/               @P1 BRA 0x0 ;
+        /*0040*/                   HGMMA.64x32x16.F32.BF16 R168, gdesc[UR16], RZ, !UPT ;
+        /*0050*/                   HGMMA.64x32x16.F32.BF16 R168, gdesc[UR16], R168 ;
+        /*0060*/                   HGMMA.64x32x16.F32.BF16 R168, gdesc[UR20], R168 ;
+        /*0070*/                   STG.E [R8.64], R168 ;
+        /*0080*/                   EXIT ;
+        /*0090*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR10], R5 ;
+        /*00a0*/               @!P0 BRA 0x90 ;
+        /*00b0*/                   BRA 0x20 ;
+)");
+  ASSERT_EQ(s.loops.size(), 2u);  // the main loop and the stub's spin
+  ASSERT_GE(s.main_mma_loop, 0);
+  EXPECT_EQ(s.loops[s.main_mma_loop].begin, 0);
+  EXPECT_EQ(s.loops[s.main_mma_loop].end, 3);
+}
+
 TEST(PhasesInSeries, NoMainLoopNoPhases) {
   SassStats s = analyze_sass(kStraight);  // HMMA outside any loop
   KernelEstimate e = tensor_work(132, 1e6);
