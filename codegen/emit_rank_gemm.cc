@@ -16,12 +16,13 @@ namespace dg {
 // K, so the grid is ceil(M/BM) x S x problems with S chosen at launch from M (kTargetCtas below).
 // Per k-tile of 32 the CTA stages A (BM x 32) and B (32 x NCP) in shared memory as fp32, read
 // with 16-byte loads (Note [16-byte operand loads]) and widened on the way in (a fused bf16 ->
-// f32 cast is exact); each of the 256 threads owns one row x 4 columns and reads A and B as
-// float4, 16 FMAs per five shared loads. The partials go to workspace as f32[problems, S, M, NCP];
+// f32 cast is exact); each of the 8 warps multiplies one m16n8 tile of them on tensor cores
+// (Note [Rank-r split-K on tensor cores] in codegen/device/dg_rank_mma.cuh). The partials go to
+// workspace as f32[problems, S, M, NCP];
 // the last CTA of a row tile to finish sums them over s = 0, 1, ... in that order and applies the
 // epilogue (Note [Last block reduces]): fixed for a given M, no float atomics, the same bits on
-// every run. Products and sums stay fp32, as PyTorch's f32 GEMMs do on CUDA cores; only the
-// summation order differs from a serial K loop.
+// every run. Sums stay fp32 and the products keep about 2^-15 of their f32 values (the bf16
+// split); the summation order differs from a serial K loop.
 
 // Note [Last block reduces]
 // The split-K partials used to be summed by a second kernel, one launch (~3.5 us) per rank-r
@@ -174,34 +175,6 @@ std::string tile_loads(const GemmKernelSpec& spec, const RankShape& s, const std
                    ptr + " + (k0 + kk) * " + b_stride + " + " + col, "Bs[kk][n / 4");
 }
 
-// The thread's row (r) times its 4 columns over the staged k-tile, 4 k at a time. The columns are
-// cg + TPR * c when B is staged as Bs[n][k] (a warp's rows of Bs then fall in distinct banks) and
-// 4 * cg + c when it is staged as Bs[k][n] (one float4 per k).
-std::string tile_products(const RankShape& s) {
-  std::string code = "    DG_UNROLL for (int kq = 0; kq < " + std::to_string(kKTile / 4) +
-                     "; ++kq) {\n"
-                     "      const float4 a = As[r][kq];\n";
-  if (s.b_k_contiguous) {
-    code +=
-        "      DG_UNROLL for (int c = 0; c < 4; ++c) {\n"
-        "        const float4 b = Bs[c * " +
-        std::to_string(s.tpr) +
-        " + cg][kq];\n"
-        "        acc[c] += a.x * b.x;\n        acc[c] += a.y * b.y;\n"
-        "        acc[c] += a.z * b.z;\n        acc[c] += a.w * b.w;\n      }\n";
-  } else {
-    const char* lanes[4] = {"x", "y", "z", "w"};
-    for (int i = 0; i < 4; ++i) {
-      const std::string b = "b" + std::to_string(i);
-      code += "      const float4 " + b + " = Bs[4 * kq + " + std::to_string(i) + "][cg];\n";
-      for (int c = 0; c < 4; ++c)
-        code += "      acc[" + std::to_string(c) + "] += a." + lanes[i] + " * " + b + "." +
-                lanes[c] + ";\n";
-    }
-  }
-  return code + "    }\n";
-}
-
 // The tile's partials summed in split order and handed to the epilogue (Note [Last block
 // reduces]): each thread takes elements e, e + 256, ... of the tile's BM x N outputs.
 std::string tile_reduction(const std::vector<GemmKernelSpec>& problems, const RankShape& s,
@@ -298,15 +271,27 @@ std::string split_k_source(LoweringContext& ctx, const std::vector<GemmKernelSpe
   const std::string b_smem = s.b_k_contiguous
                                  ? "Bs[" + std::to_string(s.ncp) + "][" + KT + " / 4 + 1]"
                                  : "Bs[" + KT + "][" + std::to_string(s.ncp / 4) + "]";
-  const std::string row =
-      "((problem * gridDim.y + blockIdx.y) * M + m0 + r) * " + std::to_string(s.ncp);
-  const std::string store = s.b_k_contiguous
-                                ? "    DG_UNROLL for (int c = 0; c < 4; ++c) " + part + "[" + row +
-                                      " + c * " + std::to_string(s.tpr) + " + cg] = acc[c];\n"
-                                : "    reinterpret_cast<float4*>(" + part + " + " + row +
-                                      ")[cg] = make_float4(acc[0], acc[1], acc[2], acc[3]);\n";
+  // Note [Rank-r split-K on tensor cores]: the warps' mma tiles, their partials stored in pairs.
+  const std::string NCP = std::to_string(s.ncp);
+  const std::string b_ld = s.b_k_contiguous ? KT + " + 4" : NCP;
+  const std::string mma = "  const DgRankMma<" + KT + ", " + NCP + ", " +
+                          (first.a.load_dtype == DType::kBF16 ? "true" : "false") + ", " +
+                          (first.b[0].load_dtype == DType::kBF16 ? "true" : "false") + ", " +
+                          (s.b_k_contiguous ? "true" : "false") + "> dg_mma(" + KT + " + 4, " +
+                          b_ld + ");\n";
+  const std::string products =
+      "    dg_mma.multiply(&As[0][0].x, " + KT + " + 4, &Bs[0][0].x, acc);\n";
+  const std::string store =
+      "  {\n"
+      "    DG_UNROLL for (int h = 0; h < 2; ++h) {\n"
+      "      const long long row = m0 + dg_mma.row() + 8 * h;\n"
+      "      if (row < M)\n"
+      "        *reinterpret_cast<float2*>(" +
+      part + " + ((problem * gridDim.y + blockIdx.y) * M + row) * " + NCP +
+      " + dg_mma.col()) = make_float2(acc[2 * h], acc[2 * h + 1]);\n    }\n  }\n";
   const std::string counters = name + "_arrivals";
-  return "// Note [Arrival counters]: zero at module load, left zero by every launch.\n"
+  return "#include \"dg_rank_mma.cuh\"\n"
+         "// Note [Arrival counters]: zero at module load, left zero by every launch.\n"
          "__device__ unsigned " +
          counters + "[" + std::to_string(kTargetCtas * static_cast<int64_t>(problems.size())) +
          "] = {};\n" + kernel_header(name, kThreads, params, ctx) +
@@ -332,17 +317,11 @@ std::string split_k_source(LoweringContext& ctx, const std::vector<GemmKernelSpe
          "  __shared__ float4 " +
          b_smem +
          ";\n"
-         "  const int cg = threadIdx.x % " +
-         std::to_string(s.tpr) + ", r = threadIdx.x / " + std::to_string(s.tpr) +
-         ";\n"
-         "  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-         "  for (long long k0 = k_begin; k0 < k_end; k0 += " +
-         KT + ") {\n" + tile_loads(first, s, by_problem(a_rs), by_problem(b_stride)) +
-         "    __syncthreads();\n" + tile_products(s) +
-         "    __syncthreads();\n  }\n"
-         "  if (m0 + r < M) {\n" +
-         store + "  }\n" + last_block_election(counters) + tile_reduction(problems, s, part) +
-         "}\n";
+         "  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n" +
+         mma + "  for (long long k0 = k_begin; k0 < k_end; k0 += " + KT + ") {\n" +
+         tile_loads(first, s, by_problem(a_rs), by_problem(b_stride)) + "    __syncthreads();\n" +
+         products + "    __syncthreads();\n  }\n" + store + last_block_election(counters) +
+         tile_reduction(problems, s, part) + "}\n";
 }
 
 }  // namespace
@@ -403,6 +382,10 @@ void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& pro
   k.grid = {ceildiv(first.M, SymExpr(s.bm)), splits, SymExpr(count)};
   k.block = {kThreads, 1, 1};
   k.nodes = nodes;  // the products' FLOPs are counted here (Note [Kernel cost model])
+  // Note [Rank-r split-K on tensor cores]: an MMA per product, and one per operand not exact in
+  // bf16.
+  k.split_terms =
+      1 + (first.a.load_dtype != DType::kBF16) + (first.b[0].load_dtype != DType::kBF16);
   const std::string src = split_k_source(ctx, problems, s, params, pp, k.name);
   k.buffers = params.buffers();
   k.checked_operands = params.checked_operands();

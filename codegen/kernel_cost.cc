@@ -70,7 +70,10 @@ void compute_kernel_cost(const Graph& g, const BufferBytesFn& buffer_bytes,
   launch->flops = SymExpr(0);
   launch->tensor_flops = SymExpr(0);
   for (int n : launch->nodes) {
-    NodeFlops f = node_flops(g, g.nodes.at(n));
+    const Node& node = g.nodes.at(n);
+    NodeFlops f = node_flops(g, node);
+    if (launch->split_terms > 0 && op_info(node.op).category == OpCategory::kMatmul)
+      f.tensor_flops = f.flops;  // f32 on tensor cores (KernelLaunch::split_terms)
     launch->flops = launch->flops + f.flops;
     launch->tensor_flops = launch->tensor_flops + f.tensor_flops;
   }

@@ -129,6 +129,10 @@ struct KernelLaunch {
   SymExpr flops;         // floating-point operations
   SymExpr tensor_flops;  // the part in bf16/f16 contractions (tensor-core eligible)
   SymExpr bytes;         // compulsory global-memory traffic, reads plus writes
+  // > 0: the kernel runs its f32 contractions on tensor cores as this many bf16 MMAs per product
+  // (bf16 splits, Note [Rank-r split-K on tensor cores]); they count in tensor_flops once, and
+  // the performance model times split_terms times their MMAs. 0: f32 contractions run on FMA.
+  int split_terms = 0;
 };
 
 struct WorkspaceSlot {

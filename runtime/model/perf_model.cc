@@ -33,7 +33,7 @@ std::vector<CountedLoop> counted_loops(const SassStats& s, const KernelEstimate&
   if (s.main_mma_loop >= 0 && e.tensor_flops > 0) {
     const SassLoop& l = s.loops[s.main_mma_loop];
     // The kernel's tensor FLOPs over every warp's per-iteration MMA FLOPs.
-    loops.push_back({&l, e.tensor_flops / (l.mma_flops * warps * e.ctas), true});
+    loops.push_back({&l, e.tensor_flops * e.mma_terms / (l.mma_flops * warps * e.ctas), true});
   }
   if (!s.simt_loops.empty() && simt_contraction_flops > 0) {
     double ffma = 0;
@@ -136,7 +136,8 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
   m.tensor_fraction = tensor_fraction(sass, resident, workers, gpu, &m.tensor_fraction_why);
   if (e.tensor_flops <= 0) m.tensor_fraction_why = "no tensor-core work";
   const double sm_tensor = gpu.tensor_flops / gpu.sms * m.tensor_fraction;
-  m.tensor_seconds = e.tensor_flops > 0 ? busiest * (e.tensor_flops / m.ctas) / sm_tensor : 0;
+  m.tensor_seconds =
+      e.tensor_flops > 0 ? busiest * (e.tensor_flops * e.mma_terms / m.ctas) / sm_tensor : 0;
   m.simt_seconds = busiest * ((e.flops - e.tensor_flops) / m.ctas) / (gpu.simt_flops / gpu.sms);
   m.memory_seconds = e.memory_seconds;
   struct Bound {

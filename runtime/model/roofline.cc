@@ -76,6 +76,7 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
         !eval(k.bytes, k.name + "'s bytes", &e.bytes))
       return std::nullopt;
     if (!e.launched) e.flops = e.tensor_flops = e.bytes = 0;
+    if (k.split_terms > 0) e.mma_terms = k.split_terms;
     e.compute_seconds =
         e.tensor_flops / gpu.tensor_flops + (e.flops - e.tensor_flops) / gpu.simt_flops;
     e.memory_seconds = e.bytes / gpu.bytes_per_second;

@@ -69,7 +69,8 @@ struct KernelEstimate {
   const KernelLaunch* kernel = nullptr;
   bool launched = false;  // false: a zero grid extent at this binding, skipped at run time
   double flops = 0, tensor_flops = 0, bytes = 0;
-  double ctas = 0;  // the grid's blocks, all three extents multiplied
+  double mma_terms = 1;  // MMA FLOPs per tensor FLOP (KernelLaunch::split_terms)
+  double ctas = 0;       // the grid's blocks, all three extents multiplied
   double compute_seconds = 0, memory_seconds = 0;
   double seconds() const {
     return compute_seconds > memory_seconds ? compute_seconds : memory_seconds;
