@@ -71,6 +71,10 @@ struct RankShape {
   int64_t N = 0, K = 0;
   int nb = 0, ncp = 0, bm = 0, tpr = 0;  // tpr: threads per row (4 columns each)
   bool b_k_contiguous = false;
+  // Loaded from bf16, so exact in a bf16 hi part (Note [Rank-r split-K on tensor cores]).
+  bool a_exact = false, b_exact = false;
+  // MMAs per product: hi x hi, and one more per operand that needs its lo part.
+  int split_terms() const { return 1 + !a_exact + !b_exact; }
 };
 
 int vec_of(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
@@ -93,6 +97,8 @@ RankShape rank_shape(const GemmKernelSpec& spec) {
   s.tpr = s.ncp / 4;
   s.bm = kThreads / s.tpr;
   s.b_k_contiguous = spec.b[0].row_stride == SymExpr(1);
+  s.a_exact = spec.a.load_dtype == DType::kBF16;
+  s.b_exact = spec.b[0].load_dtype == DType::kBF16;  // rank_gemm_eligible: every B alike
   return s;
 }
 
@@ -275,12 +281,10 @@ std::string split_k_source(LoweringContext& ctx, const std::vector<GemmKernelSpe
   const std::string NCP = std::to_string(s.ncp);
   const std::string b_ld = s.b_k_contiguous ? KT + " + 4" : NCP;
   const std::string mma = "  const DgRankMma<" + KT + ", " + NCP + ", " +
-                          (first.a.load_dtype == DType::kBF16 ? "true" : "false") + ", " +
-                          (first.b[0].load_dtype == DType::kBF16 ? "true" : "false") + ", " +
-                          (s.b_k_contiguous ? "true" : "false") + "> dg_mma(" + KT + " + 4, " +
-                          b_ld + ");\n";
-  const std::string products =
-      "    dg_mma.multiply(&As[0][0].x, " + KT + " + 4, &Bs[0][0].x, acc);\n";
+                          (s.a_exact ? "true" : "false") + ", " + (s.b_exact ? "true" : "false") +
+                          ", " + (s.b_k_contiguous ? "true" : "false") + "> dg_mma(" + KT +
+                          " + 4, " + b_ld + ");\n";
+  const std::string products = "    dg_mma.multiply(&As[0][0].x, &Bs[0][0].x, acc);\n";
   const std::string store =
       "  {\n"
       "    DG_UNROLL for (int h = 0; h < 2; ++h) {\n"
@@ -382,10 +386,7 @@ void emit_rank_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& pro
   k.grid = {ceildiv(first.M, SymExpr(s.bm)), splits, SymExpr(count)};
   k.block = {kThreads, 1, 1};
   k.nodes = nodes;  // the products' FLOPs are counted here (Note [Kernel cost model])
-  // Note [Rank-r split-K on tensor cores]: an MMA per product, and one per operand not exact in
-  // bf16.
-  k.split_terms =
-      1 + (first.a.load_dtype != DType::kBF16) + (first.b[0].load_dtype != DType::kBF16);
+  k.split_terms = s.split_terms();  // Note [Rank-r split-K on tensor cores]
   const std::string src = split_k_source(ctx, problems, s, params, pp, k.name);
   k.buffers = params.buffers();
   k.checked_operands = params.checked_operands();

@@ -58,11 +58,16 @@ struct WgmmaTile {
   int64_t stage_bytes() const { return int64_t{2} * 64 * (bm + nb * bn); }
   // Tile::kSmemBytes: the stages, two barriers each and the `staged` barrier.
   int64_t loop_bytes() const { return stages * stage_bytes() + 16 * stages + 8; }
-  // DgWgmmaRank: the products' k tiles from the next 1024-byte boundary.
+  // DgWgmmaRank::kOffset + kBytes: the products' k tiles from the next 1024-byte boundary.
   int smem_bytes() const {
     if (rank_products == 0) return static_cast<int>(loop_bytes());
     const int64_t k_tiles = (2 * rank_steps * rank_products + 3) / 4;
     return static_cast<int>((loop_bytes() + 1023) / 1024 * 1024 + k_tiles * (bm + bn) * 128);
+  }
+  // The device's name of that layout, DgWgmmaRank<Tile, products, steps>.
+  std::string rank_type() const {
+    return "DgWgmmaRank<Tile, " + std::to_string(rank_products) + ", " +
+           std::to_string(rank_steps) + ">";
   }
 };
 
@@ -172,9 +177,8 @@ std::string mainloop_code(const std::vector<GemmKSegment>& segments, int nb,
 // wrote (arrive, which follows, orders them for the consumers' wait).
 std::string rank_split_staging(const std::vector<EpilogueProduct>& products, const WgmmaTile& t) {
   const std::string KS = std::to_string(t.rank_steps), KP = std::to_string(16 * t.rank_steps);
-  const int64_t k_tiles = (2 * t.rank_steps * t.rank_products + 3) / 4;
-  std::string s = "      unsigned char* const dg_rank_b = dg_rank + " + std::to_string(k_tiles) +
-                  " * Tile::BM * 128;\n";
+  std::string s =
+      "      unsigned char* const dg_rank_b = dg_rank + " + t.rank_type() + "::kBOffset;\n";
   for (size_t q = 0; q < products.size(); ++q) {
     const EpilogueProduct& p = products[q];
     const std::string k = std::to_string(p.k), Q = std::to_string(q);
@@ -232,9 +236,8 @@ std::string wgmma_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::
   std::string scratch, staging,
       epilogue = "  dg_wgmma_epilogue<Tile>(acc, m0, M, n0, N, epi, dg_stores);\n";
   if (staged) {  // Note [Rank-r staging beside the main loop], [Rank-r products on tensor cores]
-    const std::string rank = "DgWgmmaRank<Tile, " + std::to_string(t.rank_products) + ", " +
-                             std::to_string(t.rank_steps) + ">";
-    scratch = "  unsigned char* const dg_rank = dg_dynamic_smem() + " + rank + "::kOffset;\n";
+    scratch =
+        "  unsigned char* const dg_rank = dg_dynamic_smem() + " + t.rank_type() + "::kOffset;\n";
     staging = rank_split_staging(spec.products, t);
     epilogue = "  dg_wgmma_epilogue_rank<Tile, " + std::to_string(t.rank_products) + ", " +
                std::to_string(t.rank_steps) + ">(acc, m0, M, n0, N, dg_rank, epi, dg_stores);\n";

@@ -105,6 +105,7 @@ struct DgWgmmaRank {
   static constexpr int kSteps = 2 * KS * NP;
   static constexpr int kKTiles = (kSteps + 3) / 4;
   static constexpr int kOffset = (Tile::kSmemBytes + 1023) / 1024 * 1024;
+  static constexpr int kBOffset = kKTiles * Tile::BM * 128;  // the B (W) tiles, after A's
   static constexpr int kBytes = kKTiles * (Tile::BM + Tile::BN) * 128;
   static_assert(NP >= 1 && KS >= 1, "at least one product of rank 1 or more");
 };
@@ -384,7 +385,7 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
   const int r0 = 64 * wg + dg_wgmma_acc_row(T, 0);
   const int c0 = dg_wgmma_acc_col(T, 0);
   const dg_u32 a_base = dg_smem_address(rank) + wg * 64 * 128;
-  const dg_u32 b_base = dg_smem_address(rank) + Rank::kKTiles * Tile::BM * 128;
+  const dg_u32 b_base = dg_smem_address(rank) + Rank::kBOffset;
   // Step `step`'s descriptor: k tile step / 4 of `tile_bytes`, 32 bytes a step into its rows.
   auto desc = [](dg_u32 base, int tile_bytes, int step) {
     return dg_wgmma_desc(base + (step / 4) * tile_bytes, 16, 1024, kDgSwizzle128B) + 2 * (step % 4);
@@ -401,12 +402,12 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
     // p[q][4 nt + i + h]: row r0 + 8 (i / 2), column 8 (chunk + nt) + c0 + h, as in acc.
     float p[NP][4 * kChunk];
     dg_wgmma_fence();
+    const dg_u32 b_chunk = b_base + chunk * 8 * 128;
     DG_UNROLL
     for (int q = 0; q < NP; ++q) {
       DG_UNROLL
       for (int s = 0; s < KS; ++s) {
         const int hi = 2 * KS * q + s, lo = hi + KS;
-        const dg_u32 b_chunk = b_base + chunk * 8 * 128;
         dg_wgmma_m64nNk16_bf16<8 * kChunk>(p[q], desc(a_base, Tile::BM * 128, hi),
                                            desc(b_chunk, Tile::BN * 128, hi), s > 0);
         dg_wgmma_m64nNk16_bf16<8 * kChunk>(p[q], desc(a_base, Tile::BM * 128, lo),

@@ -39,10 +39,10 @@ DG_DEVICE void dg_rank_split_pair(float x0, float x1, dg_u32* hi, dg_u32* lo) {
 template <int KT, int NCP, bool A_EXACT, bool B_EXACT, bool B_K_CONTIGUOUS>
 struct DgRankMma {
   static_assert(KT % 16 == 0 && NCP % 8 == 0, "whole k16 steps and n8 tiles");
-  int a_off, b_off, b_ld;  // this lane's first A and B element, B's leading dimension
+  int a_off, b_off, a_ld, b_ld;  // this lane's first A and B element, the leading dimensions
 
   // A at a[row * a_ld + k]; B at b[n * b_ld + k] (B_K_CONTIGUOUS) or b[k * b_ld + n].
-  DG_DEVICE DgRankMma(int a_ld, int b_ld_) : b_ld(b_ld_) {
+  DG_DEVICE DgRankMma(int a_ld_, int b_ld_) : a_ld(a_ld_), b_ld(b_ld_) {
     const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
     const int g = lane / 4, t = lane % 4;
     const int row = 16 * (warp / (NCP / 8)) + g, col = 8 * (warp % (NCP / 8)) + g;
@@ -58,8 +58,8 @@ struct DgRankMma {
            2 * static_cast<int>(threadIdx.x % 4);
   }
 
-  // c += this k tile's A B (a_ld as at construction).
-  DG_DEVICE void multiply(const float* a, int a_ld, const float* b, float (&c)[4]) const {
+  // c += this k tile's A B.
+  DG_DEVICE void multiply(const float* a, const float* b, float (&c)[4]) const {
     a += a_off;
     b += b_off;
     DG_UNROLL

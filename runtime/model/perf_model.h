@@ -20,8 +20,9 @@
 //    fp32 peak.
 //  - issue: the block's dynamic warp-instructions at one per scheduler per clock, with at most
 //    R' * W warps to issue from. Dynamic counts come from the SASS (Note [Loops in SASS]): the main
-//    MMA loop runs tensor_flops / (its MMA FLOPs per iteration) iterations in all, the SIMT work
-//    loops share the FFMAs of the kernel's fp32 contractions (2 FLOPs per lane), and the other
+//    MMA loop runs tensor_flops x mma_terms (KernelLaunch::split_terms, 1 for bf16 operands) /
+//    (its MMA FLOPs per iteration) iterations in all, the tensor time counts those MMAs, the SIMT
+//    work loops share the FFMAs of the kernel's fp32 contractions (2 FLOPs per lane), and the other
 //    instructions run once per warp, one side of each branch (Note [Longest path]).
 //  - shared: the main loop's shared-memory traffic at the SM's shared-memory bandwidth (Note
 //    [Shared-memory operand bandwidth]).
