@@ -102,7 +102,7 @@ class ElementBody {
  private:
   std::string round_to_storage(ValueId v, const std::string& expr) {
     DType t = g_.tensor(v).dtype;
-    return "dg_convert<" + compute_ctype(t) + ">(dg_convert<" + ctype(t) + ">(" + expr + "))";
+    return "dg_round<" + ctype(t) + ", " + compute_ctype(t) + ">(" + expr + ")";
   }
 
   void define(ValueId v, const std::string& expr) {

@@ -330,6 +330,9 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
                      (spec.products.empty() ? "" : ", rank-r operands staged") +
                      range_text(w.lo, w.hi, single) + "]";
     launch.nodes = spec.nodes;
+    for (const EpilogueProduct& p : spec.products)  // hi*hi + lo*hi + hi*lo
+      launch.epilogue_mma_flops = launch.epilogue_mma_flops + SymExpr(2 * p.k) * spec.M * spec.N;
+    if (!spec.products.empty()) launch.epilogue_split_terms = 3;
     std::string src = wgmma_source(ctx, spec, launch.name, t, &launch.tensor_maps);
     launch.buffers = spec.params.buffers();
     launch.aligned_only = true;  // its epilogue's pairs; TMA checks its operands
@@ -344,7 +347,7 @@ void emit_sm90_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
         site_launch(base, "_tile" + std::to_string(t.bm) + "x" + std::to_string(t.bn), v++, spec.M,
                     m.m_lo, m.m_hi, single);
     launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), launch.runs};
-    launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
+    launch.block = {t.threads(), 1, 1};
     emit_mma_sync_kernel(ctx, spec, std::move(launch), t, range_text(m.m_lo, m.m_hi, single));
   }
   // For a call whose tensor maps the driver refuses or whose addresses are off.

@@ -133,6 +133,12 @@ struct KernelLaunch {
   // (bf16 splits, Note [Rank-r split-K on tensor cores]); they count in tensor_flops once, and
   // the performance model times split_terms times their MMAs. 0: f32 contractions run on FMA.
   int split_terms = 0;
+  // f32 rank-r products an sm_90a GEMM's epilogue runs on tensor cores as this many bf16 MMAs
+  // each (Note [Rank-r products on tensor cores] in codegen/device/dg_gemm_sm90.cuh): counted in
+  // flops but not tensor_flops, which the main loop runs; the performance model times them in the
+  // epilogue (Note [Epilogue MMAs] in runtime/model/perf_model.h).
+  SymExpr epilogue_mma_flops{0};
+  int epilogue_split_terms = 0;
 };
 
 struct WorkspaceSlot {

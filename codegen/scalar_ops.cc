@@ -21,6 +21,7 @@ constexpr Spelling kSpellings[] = {
     {OpKind::kAbs, "dg_abs($0)"},
     {OpKind::kRelu, "dg_relu($0)"},
     {OpKind::kTanh, "dg_tanh($0)"},
+    // In f32 on the SFU: Note [Sigmoid on the special-function unit] in codegen/device/dg_ops.cuh.
     {OpKind::kSigmoid, "dg_sigmoid($0)"},
     {OpKind::kSilu, "dg_silu($0)"},
     {OpKind::kGelu, "dg_gelu($0)"},

@@ -15,6 +15,8 @@ constexpr int64_t kFillCtas = 132;
 
 struct TileConfig {
   int bm, bn, bk, warps_m, warps_n, stages;
+  int slices_k = 1;  // warps per warp tile, each on a share of K (Note [Sliced K])
+  int threads() const { return 32 * warps_m * warps_n * slices_k; }
 };
 
 // A tile and the token counts M it runs for: lo <= M <= hi (hi may be Interval::kPosInf).

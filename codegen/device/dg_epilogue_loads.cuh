@@ -26,6 +26,13 @@
 // - Other kernels (DgDirectStores: the fallback, an odd N, grouped GEMMs) and other types load
 //   each column inside [0, M) x [0, N) on its own, into its own register, still for the whole
 //   fragment before the first use.
+// - The wgmma epilogue's loads are unconditional (load_clamped): a pair outside [0, M) x [0, N)
+//   loads the nearest element inside (the launch has one), a value the body never reads. Behind
+//   a bounds branch each, ptxas sank them into the branches of their uses, after the products'
+//   wgmmas: the Phi-3.5-MoE backward's gate/up epilogue waited for 25 rounds of loads in series
+//   per warp (`dyngen plan --explain`), now 4, one per fragment. The mma.sync epilogue keeps its
+//   guarded loads: with 168 registers a thread at most on sm_80 (128 threads), the Phi
+//   backward's 64 x 128 kernel spilled with every load issued at once.
 // - The values are the elements' bits, so results are bit-identical to reading them in the body.
 // - Every other context (a driver that does not prefetch; DgDirectStores{} from the scalar,
 //   rank-r and split-K kernels) reads the element where the body asks for it, as before.
@@ -208,6 +215,7 @@ struct DgEpilogueLoads {
   static constexpr int kRegistersPerPair = 0;
   DG_DEVICE explicit DgEpilogueLoads(const Stores&) {}
   DG_DEVICE void load(int, long long, long long, long long, long long) {}
+  DG_DEVICE void load_clamped(int, long long, long long, long long, long long) {}
   template <class Half>
   DG_DEVICE const Half& element(const Half& half, int, int) const {
     return half;
@@ -226,6 +234,13 @@ struct DgEpilogueLoads<DgEpilogueIo<S, E...>, kPairs> {
   DG_DEVICE void load(int pair, long long row, long long col, long long M, long long N) {
     const bool in = row < M;
     io.operands.load(words[pair], row * io.ld + col, in && col < N, in && col + 1 < N);
+  }
+  // As load, unconditionally: outside M x N the nearest element inside (Note [Epilogue operand
+  // loads]); paired, N is even.
+  DG_DEVICE void load_clamped(int pair, long long row, long long col, long long M, long long N) {
+    const long long r = row < M ? row : M - 1;
+    const long long c = col < N ? col : N - (S::kPaired ? 2 : 1);
+    io.operands.load(words[pair], r * io.ld + c, true, col + 1 < N);
   }
   // What the body of column col + h of pair `pair` sees, its stores `half`.
   template <class Half>

@@ -298,7 +298,8 @@ DG_DEVICE void dg_wgmma_epilogue(const float (&acc)[Tile::NB][Tile::BN / 2], lon
     DgEpilogueLoads<Stores, kChunk> loads(stores);
     DG_UNROLL
     for (int i = i0; i < i0 + 2 * kChunk; i += 2)
-      loads.load((i - i0) / 2, rows + dg_wgmma_acc_row(T, i), n0 + dg_wgmma_acc_col(T, i), M, N);
+      loads.load_clamped((i - i0) / 2, rows + dg_wgmma_acc_row(T, i), n0 + dg_wgmma_acc_col(T, i),
+                         M, N);
     DG_UNROLL
     for (int i = i0; i < i0 + 2 * kChunk; i += 2) {
       const long long r = rows + dg_wgmma_acc_row(T, i), c = n0 + dg_wgmma_acc_col(T, i);
@@ -398,7 +399,7 @@ DG_DEVICE void dg_wgmma_epilogue_rank(const float (&acc)[Tile::NB][Tile::BN / 2]
     DG_UNROLL
     for (int nt = 0; nt < kChunk; ++nt) DG_UNROLL
     for (int i = 0; i < 4; i += 2)
-      loads.load(2 * nt + i / 2, m0 + r0 + 8 * (i / 2), n0 + 8 * (chunk + nt) + c0, M, N);
+      loads.load_clamped(2 * nt + i / 2, m0 + r0 + 8 * (i / 2), n0 + 8 * (chunk + nt) + c0, M, N);
     // p[q][4 nt + i + h]: row r0 + 8 (i / 2), column 8 (chunk + nt) + c0 + h, as in acc.
     float p[NP][4 * kChunk];
     dg_wgmma_fence();

@@ -74,7 +74,11 @@ std::optional<double> simt_contraction_flops(const Graph& g, const KernelLaunch&
     if (!v) return std::nullopt;
     total += static_cast<double>(*v);
   }
-  return total;
+  // Those on tensor cores are no FFMA work (KernelLaunch::split_terms, epilogue_mma_flops).
+  if (k.split_terms > 0) return 0.0;
+  std::optional<int64_t> on_tensor = k.epilogue_mma_flops.evaluate(bindings);
+  if (!on_tensor) return std::nullopt;
+  return total - static_cast<double>(*on_tensor);
 }
 
 // Each kernel's SASS statistics, by name, from the compiled module in the cache; on failure an

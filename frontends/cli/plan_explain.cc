@@ -65,8 +65,9 @@ void print_plan_explanation(const PlanReport& r, std::ostream& out) {
       out << "\n";
     }
     for (const PhaseModel& p : m.phases) explain_phase(p, out);
-    out << "    bounds overlapped: tensor+simt " << us(m.tensor_seconds + m.simt_seconds)
-        << ", memory " << us(m.memory_seconds);
+    out << "    bounds overlapped: tensor+simt "
+        << us(m.tensor_seconds + m.epilogue_tensor_seconds + m.simt_seconds) << ", memory "
+        << us(m.memory_seconds);
     if (m.issue_seconds) out << ", issue " << us(*m.issue_seconds);
     if (m.shared_seconds) out << ", shared " << us(*m.shared_seconds);
     if (m.latency_seconds) out << ", latency " << us(*m.latency_seconds);

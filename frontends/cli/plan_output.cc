@@ -133,6 +133,7 @@ Json kernel_json(const KernelEstimate& e, const KernelModel& m) {
   const KernelLaunch& kl = *e.kernel;
   Json bounds = {{"tensor_seconds", six_digits(m.tensor_seconds)},
                  {"simt_seconds", six_digits(m.simt_seconds)},
+                 {"epilogue_tensor_seconds", six_digits(m.epilogue_tensor_seconds)},
                  {"memory_seconds", six_digits(m.memory_seconds)},
                  {"issue_seconds", six_digits(m.issue_seconds)},
                  {"latency_seconds", six_digits(m.latency_seconds)},

@@ -138,14 +138,19 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
   const double sm_tensor = gpu.tensor_flops / gpu.sms * m.tensor_fraction;
   m.tensor_seconds =
       e.tensor_flops > 0 ? busiest * (e.tensor_flops * e.mma_terms / m.ctas) / sm_tensor : 0;
-  m.simt_seconds = busiest * ((e.flops - e.tensor_flops) / m.ctas) / (gpu.simt_flops / gpu.sms);
+  m.simt_seconds = busiest * ((e.flops - e.tensor_flops - e.epilogue_mma_flops) / m.ctas) /
+                   (gpu.simt_flops / gpu.sms);
+  // Note [Epilogue MMAs]: at the main loop's rate, after it.
+  m.epilogue_tensor_seconds =
+      busiest * (e.epilogue_mma_flops * e.epilogue_mma_terms / m.ctas) / sm_tensor;
+  const double epilogue_tensor = m.epilogue_tensor_seconds;
   m.memory_seconds = e.memory_seconds;
   struct Bound {
     double seconds;
     std::string name;
   };
   std::vector<Bound> bounds = {
-      {m.tensor_seconds + m.simt_seconds, e.tensor_flops > 0 ? "tensor" : "simt"},
+      {m.tensor_seconds + epilogue_tensor + m.simt_seconds, e.tensor_flops > 0 ? "tensor" : "simt"},
       {m.memory_seconds, "memory"}};
   if (sass) {
     const double issuers = std::min<double>(gpu.schedulers_per_sm, resident * warps);
@@ -209,7 +214,8 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
       m.phases.back().serial = loop_serial_loads(*sass, l);
       m.phases.push_back(phase("epilogue", {{"issue", issue_time(instructions[2], workers)},
                                             {"latency", latency(2)},
-                                            {"simt", m.simt_seconds}}));
+                                            {"simt", m.simt_seconds},
+                                            {"tensor", epilogue_tensor}}));
       m.phases.back().instructions_per_warp = after.instructions;
       m.phases.back().serial = after.serial;
       m.phases.back().rolled_loops = after.rolled_loops;

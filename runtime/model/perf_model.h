@@ -75,6 +75,17 @@
 // bounds' plus (phases - overlapped) / R' -- an ASSUMPTION, exact at R' = 1 and tending to the
 // overlapped bounds as blocks are added. A loop outside the counted ones lies on the path once
 // (its trip count is not in the SASS): the phase is then a lower bound, and the plan says so.
+//
+// Note [Epilogue MMAs]
+// An sm_90a GEMM runs its rank-r products (LoRA's U @ B^T, f32) in the epilogue as bf16 splits on
+// tensor cores, three wgmmas per product (Note [Rank-r products on tensor cores] in
+// codegen/device/dg_gemm_sm90.cuh). Their FLOPs are not the main loop's tensor_flops (its
+// iteration count would grow by them), nor SIMT work (the model charged them at the fp32 peak,
+// 25 us of Phi-3.5-MoE's gate/up kernel at s = 4096 where the SASS holds 24 HGMMA.64x32x16): the
+// kernel names them (KernelLaunch::epilogue_mma_flops, split terms), the epilogue phase takes
+// their tensor time (FLOPs x terms at the kernel's tensor fraction) beside its SIMT FLOPs, each
+// on its own unit, and the compute bound adds them. Their instructions count in the epilogue's
+// issue figure like any other.
 #pragma once
 #include <optional>
 #include <string>
@@ -137,6 +148,8 @@ struct KernelModel {
   double tensor_fraction = 1;  // of the SM's dense peak (Note [Tensor-core ceiling])
   std::string tensor_fraction_why;
   double tensor_seconds = 0, simt_seconds = 0, memory_seconds = 0;
+  double epilogue_tensor_seconds =
+      0;  // Note [Epilogue MMAs]: in the compute bound and the epilogue
   std::optional<double> issue_seconds, latency_seconds, shared_seconds;  // need the SASS
   std::vector<LoopModel> loops;          // the loops counted by iterations
   std::vector<PhaseModel> phases;        // Note [Phases in series]; empty without a main MMA loop

@@ -73,12 +73,15 @@ std::optional<PlanEstimate> estimate_plan(const KernelPlan& plan,
     if (!e.launched) e.ctas = 0;
     if (!eval(k.flops, k.name + "'s FLOPs", &e.flops) ||
         !eval(k.tensor_flops, k.name + "'s tensor FLOPs", &e.tensor_flops) ||
-        !eval(k.bytes, k.name + "'s bytes", &e.bytes))
+        !eval(k.bytes, k.name + "'s bytes", &e.bytes) ||
+        !eval(k.epilogue_mma_flops, k.name + "'s epilogue MMA FLOPs", &e.epilogue_mma_flops))
       return std::nullopt;
-    if (!e.launched) e.flops = e.tensor_flops = e.bytes = 0;
+    if (!e.launched) e.flops = e.tensor_flops = e.bytes = e.epilogue_mma_flops = 0;
     if (k.split_terms > 0) e.mma_terms = k.split_terms;
-    e.compute_seconds =
-        e.tensor_flops / gpu.tensor_flops + (e.flops - e.tensor_flops) / gpu.simt_flops;
+    e.epilogue_mma_terms = k.epilogue_split_terms;
+    // The roofline counts every FLOP once, on the unit that runs it.
+    const double on_tensor = e.tensor_flops + e.epilogue_mma_flops;
+    e.compute_seconds = on_tensor / gpu.tensor_flops + (e.flops - on_tensor) / gpu.simt_flops;
     e.memory_seconds = e.bytes / gpu.bytes_per_second;
     if (e.launched) {
       ++p.launches;

@@ -70,7 +70,10 @@ struct KernelEstimate {
   bool launched = false;  // false: a zero grid extent at this binding, skipped at run time
   double flops = 0, tensor_flops = 0, bytes = 0;
   double mma_terms = 1;  // MMA FLOPs per tensor FLOP (KernelLaunch::split_terms)
-  double ctas = 0;       // the grid's blocks, all three extents multiplied
+  // Note [Epilogue MMAs] (perf_model.h): f32 FLOPs of `flops` the epilogue runs on tensor cores,
+  // as epilogue_mma_terms bf16 MMAs each (KernelLaunch::epilogue_mma_flops).
+  double epilogue_mma_flops = 0, epilogue_mma_terms = 0;
+  double ctas = 0;  // the grid's blocks, all three extents multiplied
   double compute_seconds = 0, memory_seconds = 0;
   double seconds() const {
     return compute_seconds > memory_seconds ? compute_seconds : memory_seconds;

@@ -66,8 +66,10 @@ void expect_consistent(const Json& j) {
     const Json& b = k.at("bounds");
     // estimated = launch + the largest bound, the roofline or the phases' figure (printed to 6
     // digits).
-    double bounds =
-        std::max(num(b, "tensor_seconds") + num(b, "simt_seconds"), num(b, "memory_seconds"));
+    // Note [Epilogue MMAs]: the epilogue's rank-r MMAs join the compute bound.
+    double bounds = std::max(
+        num(b, "tensor_seconds") + num(b, "epilogue_tensor_seconds") + num(b, "simt_seconds"),
+        num(b, "memory_seconds"));
     if (sass) {
       bounds = std::max(
           {bounds, num(b, "issue_seconds"), num(b, "latency_seconds"), num(b, "shared_seconds")});
@@ -164,12 +166,10 @@ TEST(PlanModel, RankProductsFillTheH200At512Tokens) {
 
 // The bars for the model's estimate against eager on an H200, forward plus backward: the seed's
 // OLMoE-shaped expert at most 0.40 at 512 tokens and 0.60 at 4096; Phi-3.5-MoE's at most 1.0 at
-// 64 tokens, 0.65 at 512 and 0.70 at 4096 (not yet 0.65 there: its GEMMs are at the tensor-core
-// ceiling, Note [Tensor-core ceiling], their epilogues run after the main loop at one block per
-// SM, Note [Phases in series], and the weight-gradient partials are SIMT; 0.687 with the rank-r
-// operands staged beside the main loop and every rank-r product on tensor cores, Notes [Rank-r
-// staging beside the main loop], [Rank-r products on tensor cores] and [Rank-r split-K on tensor
-// cores], 0.763 before).
+// 64 tokens, 0.65 at 512 and at 4096 (0.642 there with the weight-gradient partials on tensor
+// cores, Note [Weight-gradient products on tensor cores], the epilogue's rank-r MMAs timed as
+// tensor work, Note [Epilogue MMAs], and the epilogue operands loaded together, Note [Epilogue
+// operand loads]; 0.763 two sessions before).
 // They hold because the main loop
 // is lean (Note [Lean main loop]), the forward's GEMMs run wgmma fed by TMA where their tiles fill
 // the GPU (Note [sm_90a GEMMs]; at 4096 tokens both LoRA-fused GEMMs do), the rank-r epilogues
@@ -187,7 +187,7 @@ TEST(PlanModel, ExpertsBeatTheEagerEstimateOnTheH200) {
                       {"seed_expert_mlp", "seed_expert_mlp_backward", 4096, 0.60},
                       {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 64, 1.0},
                       {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 512, 0.65},
-                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 0.70}};
+                      {"phi35moe_expert_mlp", "phi35moe_expert_mlp_backward", 4096, 0.65}};
   for (const Bar& bar : bars) {
     SCOPED_TRACE(std::string(bar.forward) + " at " + std::to_string(bar.tokens));
     double dyngen = 0, eager = 0;
