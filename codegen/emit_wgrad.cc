@@ -1,11 +1,13 @@
 // Lowering of a weight-gradient group (Note [Weight-gradient groups] in
 // passes/split_weight_grads.cc): one kernel of partial products over token chunks, whose last
 // block per output tile sums the tile's partials in chunk order. Operands are fp32 (LoRA adapters)
-// or bf16 read through their prologue, so the products run on fp32 FMA tiles: a block computes a
-// TP x TQ tile with 256 threads, each owning a 4 x 4 micro-tile (Note [Weight-gradient
-// micro-tiles]); the tile is 256 x 16 or 16 x 256 when one side is a LoRA rank, else 64 x 64. The
-// operands are staged through registers (Note [Weight-gradient staging] in
-// codegen/device/dg_wgrad.cuh).
+// or bf16 read through their prologue and staged in shared memory as f32 (Note [Weight-gradient
+// staging] in codegen/device/dg_wgrad.cuh); a block computes a TP x TQ tile with 8 warps on
+// tensor cores, from bf16 splits that keep f32 accuracy (Note [Weight-gradient products on
+// tensor cores], there); the tile is 256 x 16 or 16 x 256 when one side is a LoRA rank, else
+// 64 x 64.
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -23,7 +25,7 @@ namespace {
 constexpr int kThreads = 256;
 
 std::string round_to(DType t, const std::string& expr) {
-  return "dg_convert<float>(dg_convert<" + ctype(t) + ">(" + expr + "))";
+  return "dg_round<" + ctype(t) + ", float>(" + expr + ")";
 }
 
 // A tensor an operand's prologue reads: element (r, c) at r * W + c, where r is the token index
@@ -52,6 +54,35 @@ struct Operand {
 };
 
 bool widened_by_lanes(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
+
+// Whether every element of v, as the prologue computes it, is a bf16 value: its bf16 split is
+// exact and the products skip its lo term (Note [Weight-gradient products on tensor cores]). A
+// group member's result is rounded to its dtype, so a bf16 one is; a permute, or a widening
+// cast to f32 or f64, keeps what its input holds.
+bool bf16_exact(const Graph& g, const std::set<int>& members, ValueId v) {
+  const DType t = g.tensor(v).dtype;
+  if (t == DType::kBF16) return true;
+  const int p = g.value(v).producer;
+  if (p < 0 || !members.count(p)) return false;
+  const Node& n = g.nodes[p];
+  const bool widening =
+      op_info(n.op).category == OpCategory::kCast && (t == DType::kF32 || t == DType::kF64);
+  if (n.op == OpKind::kPermute || widening) return bf16_exact(g, members, n.inputs[0]);
+  // x * 2^j, j >= 0 (LoRA's alpha / r, often 2): the exponent moves, the mantissa stays, and a
+  // finite result is a bf16 (the two share f32's exponent range; j >= 0 makes no subnormal).
+  if (n.op == OpKind::kMul && (t == DType::kF32 || t == DType::kF64))
+    for (int c = 0; c < 2; ++c) {
+      const ValueId k = n.inputs[c];
+      const int q = g.value(k).producer;
+      if (g.tensor(k).rank() != 0 || q < 0 || g.nodes[q].op != OpKind::kConstant) continue;
+      const double value = g.nodes[q].attrs.get_float("value").value_or(0.0);
+      int exponent = 0;
+      if (std::fabs(value) >= 1 && std::frexp(value, &exponent) == std::copysign(0.5, value) &&
+          bf16_exact(g, members, n.inputs[1 - c]))
+        return true;
+    }
+  return false;
+}
 
 // Element (r, c) of the 2-d value `v` as a float expression, where r and c are "k" (the token) or
 // "c" (the operand's column): group members (the prologue) are evaluated in place, anything else
@@ -158,20 +189,55 @@ std::string whole_vector(const Operand& op) {
   return op.bound_in_vectors() ? "n > 0" : "n >= " + str(op.lanes);
 }
 
-// A lambda issuing the loads of the stage at k0 into the operand's registers.
-std::string stage_loads(const Operand& op) {
+// A lambda issuing the loads of the stage at k0 into the operand's registers: with `vectors`,
+// each vector leaf in 16-byte loads (the caller checked their alignment), else element by element.
+std::string stage_loads(const Operand& op, bool vectors) {
   std::string s = "    auto " + op.name + "_load = [&](const long long k0) {\n" +
                   for_each_vector(op) + lanes_inside(op);
   for (const Leaf& l : op.leaves) {
     const std::string W = c_expr(l.W);
-    const std::string at = l.token_rows ? l.param + " + (k * " + W + " + c), 1"
-                                        : l.param + " + (c * " + W + " + k), " + W;
+    const std::string row = l.param + " + (k * " + W + " + c)";
+    const std::string at = l.token_rows ? row + ", 1" : l.param + " + (c * " + W + " + k), " + W;
     const bool bits = widened_by_lanes(l.dtype) && dtype_size(l.dtype) * op.lanes == 16;
-    s += "        " + l.var + "[i].load(" + at + ", n" +
-         (bits ? l.vector ? ", " + l.var + "_aligned && " + whole_vector(op) : ", false" : "") +
-         ");\n";
+    if (l.vector && vectors && op.bound_in_vectors())
+      s += "        " + l.var + "[i].load_whole(" + row + ", n > 0);\n";
+    else
+      s += "        " + l.var + "[i].load(" + at + ", n" +
+           (bits ? l.vector && vectors ? ", " + whole_vector(op) : ", false" : "") + ");\n";
   }
   return s + "      }\n    };\n";
+}
+
+// The k loop (Note [Weight-gradient k loop]), behind its staging's loads.
+std::string k_loop(const Operand& a, const Operand& b, bool vectors) {
+  return stage_loads(a, vectors) + stage_loads(b, vectors) +
+         "    if (k_begin < k_end) {\n"
+         "      a_load(k_begin);\n"
+         "      b_load(k_begin);\n"
+         "    }\n"
+         "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n"
+         "      a_store(k0);\n"
+         "      b_store(k0);\n"
+         "      __syncthreads();\n"
+         "      if (k0 + 16 < k_end) {  // the next step's loads, in flight during this step's "
+         "MMAs\n"
+         "        a_load(k0 + 16);\n"
+         "        b_load(k0 + 16);\n"
+         "      }\n"
+         "      mma.multiply(&As[0][0], &Bs[0][0], 256 + 4, acc);\n"
+         "      __syncthreads();\n"
+         "    }\n";
+}
+
+// The k loop for aligned vector leaves and the one for the rest, chosen once per block.
+std::string k_loops(const Operand& a, const Operand& b) {
+  std::string aligned;
+  for (const Operand* op : {&a, &b})
+    for (const Leaf& l : op->leaves)
+      if (l.vector) aligned += (aligned.empty() ? "" : " && ") + l.var + "_aligned";
+  if (aligned.empty()) return k_loop(a, b, false);
+  return "    if (" + aligned + ") {\n" + k_loop(a, b, true) + "    } else {\n" +
+         k_loop(a, b, false) + "    }\n";
 }
 
 // A lambda writing the stage at k0 from the registers to shared memory through the prologue.
@@ -193,91 +259,65 @@ std::string stage_stores(const Operand& op) {
 struct Problem {
   const Node* node;
   int64_t P, Q, TP, TQ, tiles, offset;  // offset: first element in the partials' row
+  // Operands of bf16 values (Note [Weight-gradient products on tensor cores]).
+  bool a_exact = false, b_exact = false;
+  // bf16 MMAs per product, DgWgradMma::kTerms (Note [Weight-gradient products on tensor cores]).
+  int split_terms() const { return a_exact && b_exact ? 1 : a_exact || b_exact ? 3 : 6; }
 };
-
-// acc[i][j] += a_i * b_j over the float4s' lanes, written out: through float[4] copies of the
-// float4s, ptxas spilled one register of the Phi-3.5-MoE backward's kernel on sm_90a.
-std::string outer_product() {
-  const char* lane[4] = {".x", ".y", ".z", ".w"};
-  std::string s;
-  for (int i = 0; i < 4; ++i) {
-    s += "        ";
-    for (int j = 0; j < 4; ++j)
-      s += std::string(j ? " " : "") + "acc[" + str(i) + "][" + str(j) + "] += a4" + lane[i] +
-           " * b4" + lane[j] + ";";
-    s += "\n";
-  }
-  return s;
-}
 
 // One problem's share of the kernel: its k loop, then its partials and, in the last block of the
 // tile, their sum.
 //
-// Note [Weight-gradient micro-tiles]
-// Each thread owns 4 neighbouring rows x 4 neighbouring columns of the tile, so a k step reads its
-// operands as one float4 each from shared memory (16 FMAs per two shared loads, where rows strided
-// across the threads took eight). The staging runs a step ahead in registers (Note
-// [Weight-gradient staging] in codegen/device/dg_wgrad.cuh): step k0's vectors are stored, the
-// loads of k0 + 16 issued, then step k0's FFMAs run. Each output sums its products in k order
-// within a chunk, and the chunks in chunk order: the bits do not depend on the launch.
+// Note [Weight-gradient k loop]
+// The staging runs a step ahead in registers (Note [Weight-gradient staging] in
+// codegen/device/dg_wgrad.cuh): step k0's vectors are stored, the loads of k0 + 16 issued, then
+// step k0's MMAs run (Note [Weight-gradient products on tensor cores]). Each accumulator sums its
+// products in k order within a chunk, and the chunks in chunk order: the bits do not depend on
+// the launch. The loop is written twice: one for a block whose 16-byte leaves are all aligned,
+// with no element path (a vector whose lanes all lie inside loads 16 bytes, one past k_end zero),
+// and one for the rest; the choice is made once, not per load. With the alignment tested per
+// load, both paths were in the loop: 16 2-byte loads and their packing beside each LDG.128, which
+// the model (and the instruction cache) counted every step.
 std::string problem_code(const Problem& pr, const Operand& a, const Operand& b, int64_t tile_base,
                          int64_t total, const std::string& out, DType out_dtype) {
   const std::string P = str(pr.P), Q = str(pr.Q), TP = str(pr.TP), TQ = str(pr.TQ);
   const std::string q_tiles = str(pr.Q / pr.TQ + (pr.Q % pr.TQ != 0));
-  const std::string tq_threads = str(pr.TQ / 4);
-  // float4 partials when every row of 4 columns starts 16-byte aligned in the workspace.
-  const bool vec = pr.Q % 4 == 0 && total % 4 == 0 && pr.offset % 4 == 0;
+  // float2 partials when every pair of columns (q even) starts 8-byte aligned in the workspace.
+  const bool vec = pr.Q % 2 == 0 && total % 2 == 0 && pr.offset % 2 == 0;
   const std::string at = "p * " + Q + " + q";
-  std::string s =
-      "    const int t = tile - " + str(tile_base) + ";\n" +
-      "    const long long p0 = (long long)(t / " + q_tiles + ") * " + TP +
-      ", q0 = (long long)(t % " + q_tiles + ") * " + TQ + ";\n" +
-      "    const int tq = threadIdx.x % " + tq_threads + ", tp = threadIdx.x / " + tq_threads +
-      ";\n"
-      "    float acc[4][4];\n"
-      "    DG_UNROLL\n"
-      "    for (int i = 0; i < 4; ++i)\n"
-      "      DG_UNROLL\n"
-      "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n" +
-      staging_registers(a) + staging_registers(b) + stage_loads(a) + stage_loads(b) +
-      stage_stores(a) + stage_stores(b) +
-      "    if (k_begin < k_end) {\n"
-      "      a_load(k_begin);\n"
-      "      b_load(k_begin);\n"
-      "    }\n"
-      "    for (long long k0 = k_begin; k0 < k_end; k0 += 16) {\n"
-      "      a_store(k0);\n"
-      "      b_store(k0);\n"
-      "      __syncthreads();\n"
-      "      if (k0 + 16 < k_end) {  // the next step's loads, in flight during this step's FFMAs\n"
-      "        a_load(k0 + 16);\n"
-      "        b_load(k0 + 16);\n"
-      "      }\n"
-      "      DG_UNROLL\n"
-      "      for (int kk = 0; kk < 16; ++kk) {\n"
-      "        const float4 a4 = reinterpret_cast<const float4*>(As[kk])[tp];\n"
-      "        const float4 b4 = reinterpret_cast<const float4*>(Bs[kk])[tq];\n" +
-      outer_product() +
-      "      }\n"
-      "      __syncthreads();\n"
-      "    }\n"
-      "    float* const partials = part + " +
-      str(pr.offset) + ";  // chunk c's at partials + c * " + str(total) +
-      "\n"
-      "    const long long q = q0 + 4 * tq;\n"
-      "    if (gridDim.y > 1) {\n"
-      "      DG_UNROLL\n"
-      "      for (int i = 0; i < 4; ++i) {\n"
-      "        const long long p = p0 + 4 * tp + i;\n";
+  const std::string mma_type = "DgWgradMma<" + TP + ", " + TQ + ", " +
+                               (pr.a_exact ? "true" : "false") + ", " +
+                               (pr.b_exact ? "true" : "false") + ">";
+  std::string s = "    const int t = tile - " + str(tile_base) + ";\n" +
+                  "    const long long p0 = (long long)(t / " + q_tiles + ") * " + TP +
+                  ", q0 = (long long)(t % " + q_tiles + ") * " + TQ + ";\n" + "    const " +
+                  mma_type +
+                  " mma(256 + 4);\n"
+                  "    float acc[4][4];\n"
+                  "    DG_UNROLL\n"
+                  "    for (int i = 0; i < 4; ++i)\n"
+                  "      DG_UNROLL\n"
+                  "      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;\n" +
+                  staging_registers(a) + staging_registers(b) + stage_stores(a) + stage_stores(b) +
+                  k_loops(a, b) + "    float* const partials = part + " + str(pr.offset) +
+                  ";  // chunk c's at partials + c * " + str(total) +
+                  "\n"
+                  "    // acc[i][2 h + e]: row mma.row(i, h), column mma.col(i) + e of the tile\n"
+                  "    if (gridDim.y > 1) {\n"
+                  "      DG_UNROLL\n"
+                  "      for (int i = 0; i < 4; ++i)\n"
+                  "        DG_UNROLL\n"
+                  "        for (int h = 0; h < 2; ++h) {\n"
+                  "          const long long p = p0 + mma.row(i, h), q = q0 + mma.col(i);\n";
   if (vec)
-    s += "        if (p < " + P + " && q < " + Q +
-         ")\n          *reinterpret_cast<float4*>(partials + chunk * " + str(total) + " + " + at +
-         ") = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);\n";
+    s += "          if (p < " + P + " && q < " + Q +
+         ")\n            *reinterpret_cast<float2*>(partials + chunk * " + str(total) + " + " + at +
+         ") = make_float2(acc[i][2 * h], acc[i][2 * h + 1]);\n";
   else
-    s += "        DG_UNROLL\n        for (int j = 0; j < 4; ++j)\n          if (p < " + P +
-         " && q + j < " + Q + ") partials[chunk * " + str(total) + " + " + at +
-         " + j] = acc[i][j];\n";
-  s += "      }\n"
+    s += "          DG_UNROLL\n          for (int e = 0; e < 2; ++e)\n            if (p < " + P +
+         " && q + e < " + Q + ") partials[chunk * " + str(total) + " + " + at +
+         " + e] = acc[i][2 * h + e];\n";
+  s += "        }\n"
        "      if (!dg_wgrad_last_block(arrivals + tile, gridDim.y, &last_block)) return;\n"
        "    }\n"
        "    float sum[4][4];\n"
@@ -287,31 +327,34 @@ std::string problem_code(const Problem& pr, const Operand& a, const Operand& b, 
        "      for (int j = 0; j < 4; ++j) sum[i][j] = 0.0f;\n"
        "    for (long long c = 0; c < gridDim.y; ++c) {\n"
        "      DG_UNROLL\n"
-       "      for (int i = 0; i < 4; ++i) {\n"
-       "        const long long p = p0 + 4 * tp + i;\n";
+       "      for (int i = 0; i < 4; ++i)\n"
+       "        DG_UNROLL\n"
+       "        for (int h = 0; h < 2; ++h) {\n"
+       "          const long long p = p0 + mma.row(i, h), q = q0 + mma.col(i);\n";
   if (vec)
-    s += "        if (p >= " + P + " || q >= " + Q +
-         ") continue;\n"
-         "        const float4 x = c == chunk ? make_float4(acc[i][0], acc[i][1], acc[i][2], "
-         "acc[i][3])\n"
-         "                                    : *reinterpret_cast<const float4*>(partials + c * " +
-         str(total) + " + " + at +
-         ");\n"
-         "        sum[i][0] += x.x;\n        sum[i][1] += x.y;\n        sum[i][2] += x.z;\n"
-         "        sum[i][3] += x.w;\n";
+    s +=
+        "          if (p >= " + P + " || q >= " + Q +
+        ") continue;\n"
+        "          const float2 x = c == chunk ? make_float2(acc[i][2 * h], acc[i][2 * h + 1])\n"
+        "                                      : *reinterpret_cast<const float2*>(partials + c * " +
+        str(total) + " + " + at +
+        ");\n"
+        "          sum[i][2 * h] += x.x;\n          sum[i][2 * h + 1] += x.y;\n";
   else
-    s += "        DG_UNROLL\n        for (int j = 0; j < 4; ++j)\n          if (p < " + P +
-         " && q + j < " + Q + ")\n            sum[i][j] += c == chunk ? acc[i][j] : partials[c * " +
-         str(total) + " + " + at + " + j];\n";
-  s += "      }\n"
+    s += "          DG_UNROLL\n          for (int e = 0; e < 2; ++e)\n            if (p < " + P +
+         " && q + e < " + Q +
+         ")\n              sum[i][2 * h + e] += c == chunk ? acc[i][2 * h + e] "
+         ": partials[c * " +
+         str(total) + " + " + at + " + e];\n";
+  s += "        }\n"
        "    }\n"
        "    DG_UNROLL\n"
        "    for (int i = 0; i < 4; ++i)\n"
        "      DG_UNROLL\n"
        "      for (int j = 0; j < 4; ++j) {\n"
-       "        const long long p = p0 + 4 * tp + i;\n"
+       "        const long long p = p0 + mma.row(i, j / 2), q = q0 + mma.col(i) + j % 2;\n"
        "        if (p < " +
-       P + " && q + j < " + Q + ") " + out + "[" + at + " + j] = dg_convert<" + ctype(out_dtype) +
+       P + " && q < " + Q + ") " + out + "[" + at + "] = dg_convert<" + ctype(out_dtype) +
        ">(sum[i][j]);\n"
        "      }\n";
   return s;
@@ -368,6 +411,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
         make_operand(ctx, params, set, "a", pr.node->inputs[0], true, pr.TP, pr.P, "p0");
     const Operand b =
         make_operand(ctx, params, set, "b", pr.node->inputs[1], false, pr.TQ, pr.Q, "q0");
+    problems[i].a_exact = bf16_exact(g, set, pr.node->inputs[0]);
+    problems[i].b_exact = bf16_exact(g, set, pr.node->inputs[1]);
     const DType out_dtype = g.tensor(pr.node->output).dtype;
     const std::string out = params.add(ctx.buffer_of(pr.node->output), out_dtype, true);
     body += std::string(i == 0 ? "  if" : "  } else if") + " (tile < " + str(base + pr.tiles) +
@@ -387,6 +432,8 @@ void emit_wgrad_group(LoweringContext& ctx, const std::vector<int>& members) {
   k.buffers = params.buffers();
   k.checked_operands = params.checked_operands();
   k.nodes = members;  // the cost model counts the products here (Note [Kernel cost model])
+  // Note [Weight-gradient products on tensor cores]: the model times the most split terms.
+  for (const Problem& pr : problems) k.split_terms = std::max(k.split_terms, pr.split_terms());
   const std::string counters = k.name + "_arrivals";
   std::string src =
       "#include \"dg_wgrad.cuh\"\n"

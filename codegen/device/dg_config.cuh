@@ -53,7 +53,7 @@
 // nothing on the host, where -Wall would warn about an unknown pragma.
 // DG_NO_UNROLL keeps a loop rolled (a rank-r epilogue loop, a weight-gradient staging loop:
 // unrolled, their loads would compete with the accumulators for registers; the staging loops
-// took 196 registers fully unrolled, Note [Weight-gradient micro-tiles]).
+// took 196 registers fully unrolled, Note [Weight-gradient staging] in dg_wgrad.cuh).
 #if defined(DG_ON_GPU)
 #define DG_UNROLL _Pragma("unroll")
 #define DG_NO_UNROLL _Pragma("unroll 1")

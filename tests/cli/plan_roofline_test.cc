@@ -125,8 +125,13 @@ TEST(PlanCli, FusionKeepsFlopsAndCutsLaunchesAndBytes) {
     EXPECT_LT(total_field(f, "launches"), total_field(u, "launches"));
     EXPECT_LT(total_field(f, "bytes"), total_field(u, "bytes"));
     EXPECT_LT(total_field(f, "estimated_seconds"), total_field(u, "estimated_seconds"));
-    // The same contractions either way (the weight-gradient reduction counts no graph node).
-    EXPECT_EQ(total_field(f, "tensor_flops"), total_field(u, "tensor_flops"));
+    // The same contractions either way (the weight-gradient reduction counts no graph node), as
+    // many on tensor cores or more: the fused backward's weight gradients multiply their f32
+    // operands there too (Note [Weight-gradient products on tensor cores]).
+    if (std::string(graph) == "seed_expert_mlp")
+      EXPECT_EQ(total_field(f, "tensor_flops"), total_field(u, "tensor_flops"));
+    else
+      EXPECT_GT(total_field(f, "tensor_flops"), total_field(u, "tensor_flops"));
   }
 }
 

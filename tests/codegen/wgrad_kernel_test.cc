@@ -6,7 +6,8 @@
 // reference evaluator at the token counts around each k step (16), the smallest chunk (64) and
 // the point where the chunks grow past it; the last block's sum is the same bits whichever block
 // finishes last; an operand off a 16-byte boundary takes the element loads, is counted, and
-// gives the aligned run's bits.
+// gives the aligned run's bits; the products on tensor cores keep f32 accuracy, with the lo
+// terms an operand needs and only those (Note [Weight-gradient products on tensor cores]).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "runtime/compiler.h"
 #include "runtime/host_run.h"
+#include "runtime/reference/reference_eval.h"
 #include "runtime/runtime_stats.h"
 #include "tests/codegen/shifted_input.h"
 #include "tests/common/fixtures.h"
@@ -59,6 +61,29 @@ input %u: f32[n, 16]
 %gt: f32[200, n] = permute(%gs) {dims = [1, 0]}
 %dw_a: f32[200, 16] = matmul(%gt, %u)
 output %dw_a
+)";
+
+// Operands of every exactness: gs (bf16 times 2, exact) by u (f32), ht (bf16 times 1.5, not) by
+// v (f32), and u by v (both f32): 3, 6 and 6 bf16 MMAs per product.
+constexpr const char* kExactnessGraph = R"(graph @wgrad_exactness
+sym n in [1, inf] div 1
+input %g: bf16[n, 200]
+input %h: bf16[n, 72]
+input %u: f32[n, 16]
+input %v: f32[n, 40]
+%two: f32[] = constant() {dtype = f32, value = 2.0}
+%one_and_half: f32[] = constant() {dtype = f32, value = 1.5}
+%gf: f32[n, 200] = cast(%g) {dtype = f32}
+%gs: f32[n, 200] = mul(%gf, %two)
+%gt: f32[200, n] = permute(%gs) {dims = [1, 0]}
+%dw_a: f32[200, 16] = matmul(%gt, %u)
+%hf: f32[n, 72] = cast(%h) {dtype = f32}
+%hs: f32[n, 72] = mul(%hf, %one_and_half)
+%ht: f32[72, n] = permute(%hs) {dims = [1, 0]}
+%dw_b: f32[72, 40] = matmul(%ht, %v)
+%ut: f32[16, n] = permute(%u) {dims = [1, 0]}
+%dw_c: f32[16, 40] = matmul(%ut, %v)
+output %dw_a, %dw_b, %dw_c
 )";
 
 std::string cache_dir() { return testing::shared_cache_dir("dyngen-test-wgrad-kernel"); }
@@ -126,6 +151,27 @@ TEST(WgradKernel, SameBitsWhicheverBlockSumsTheChunks) {
   ASSERT_TRUE(first.ok() && second.ok());
   for (size_t o = 0; o < first.value().size(); ++o)
     EXPECT_EQ(first.value()[o].bytes, second.value()[o].bytes) << "output " << o;
+}
+
+// f32 accuracy through the bf16 pieces: within 1e-6 of each gradient's scale (the reference sums
+// in f32, in order), where the bf16 tolerance of the sweeps above allows 1e-2, two pieces a value
+// miss by about 2^-18 of each product and one by 2^-9; the kernel is timed as 6 MMAs a product
+// (its most).
+TEST(WgradKernel, TensorCoreProductsKeepF32Accuracy) {
+  testing::CompiledGraph c = compile(kExactnessGraph);
+  ASSERT_NE(c.exe, nullptr);
+  for (const KernelLaunch& k : c.exe->plan().kernels)
+    if (k.name.find("wgrad_partials") != std::string::npos) EXPECT_EQ(k.split_terms, 6);
+  for (int64_t n : {40, 1000}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    auto inputs = make_random_inputs(c.graph, {{"n", n}}, 11);
+    ASSERT_TRUE(inputs.ok()) << inputs.message();
+    auto actual = run_on_host(*c.exe, inputs.value());
+    ASSERT_TRUE(actual.ok()) << actual.message();
+    const RefResult ref = reference_eval(c.graph, inputs.value());
+    ASSERT_TRUE(ref.ok()) << ref.error;
+    testing::expect_within_scale(actual.value(), ref.outputs, 1e-6);
+  }
 }
 
 // Note [Unaligned operands]: g 2 bytes past a 16-byte boundary takes the element loads.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "tests/common/fixtures.h"
 #include "tests/common/temp_dir.h"
 
@@ -21,6 +24,19 @@ CompiledGraph compile_text(const std::string& text, const CompileRequest& req) {
   CompileOutcome o = compile_graph(g, req);
   EXPECT_TRUE(o.ok()) << o.error;
   return {std::move(g), o.executable};
+}
+
+void expect_within_scale(const std::vector<HostTensor>& actual,
+                         const std::vector<HostTensor>& expected, double fraction,
+                         const std::string& where) {
+  ASSERT_EQ(actual.size(), expected.size()) << where;
+  for (size_t o = 0; o < expected.size(); ++o) {
+    double scale = 1;
+    for (int64_t i = 0; i < expected[o].numel(); ++i)
+      scale = std::max(scale, std::fabs(expected[o].get(i)));
+    const CompareResult r = compare(actual[o], expected[o], fraction, fraction * scale);
+    EXPECT_TRUE(r.ok) << where << " output " << o << ": " << r.message;
+  }
 }
 
 void expect_matches_reference_at(const Graph& g, const Executable& exe, const std::string& symbol,

@@ -35,6 +35,13 @@ void expect_matches_reference_at(const Graph& g, const Executable& exe, const st
                                  ToleranceMode mode = ToleranceMode::kElementwise,
                                  const HostRunOptions& where = {});
 
+// Expects each of `actual` within `fraction` of the matching `expected` tensor's scale (its largest
+// magnitude, at least 1), relative and absolute: accuracy bars tighter or looser than a dtype's
+// default, stated by the test. A failure names `where` and the output.
+void expect_within_scale(const std::vector<HostTensor>& actual,
+                         const std::vector<HostTensor>& expected, double fraction,
+                         const std::string& where = "");
+
 // How many NVRTC compiles a sweep may make: one into a fresh cache folder, at most one into a
 // folder that other cases of the run fill too.
 enum class SweepCompiles { kExactlyOne, kAtMostOne };

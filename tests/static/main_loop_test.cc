@@ -8,8 +8,14 @@
 // 79). The sm_90a wgmma kernels (Note [sm_90a GEMMs]) are held to the same figure per HMMA's worth
 // of FLOPs (an HGMMA.64x128x16 does sixteen HMMAs' work per warp). The DBRX fixture is a reduced
 // model (hidden 64): its N = 64 GEMMs take a two-warp tile whose threads copy twice the chunks per
-// MMA (2.56 per MMA on sm_80), so it is not among them. The same kernels' epilogues store in
-// pairs (Note [Paired stores] in codegen/device/dg_store.cuh).
+// MMA (2.56 per MMA on sm_80), so it is not among them. The small-M tiles whose warp tiles are
+// sliced over K (Note [Sliced K] in codegen/device/dg_gemm_tile_sm80.cuh) run one or two k16
+// steps per warp and k tile, so the k tile's fixed cost (its wait and barrier, the copies'
+// predicate and addresses, the stage rotation: about 20 instructions) weighs on 16 HMMA, not 32
+// or 64: they are held to 4, which still leaves the loop below its tensor time (an HMMA.16816 is
+// 4096 FLOPs, 4 clocks of a sub-partition's tensor unit at the H200's dense peak of 1024 FLOPs a
+// clock; mma.sync reaches about two thirds of it). The same kernels' epilogues store in pairs
+// (Note [Paired stores] in codegen/device/dg_store.cuh).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -25,7 +31,8 @@
 namespace dg {
 namespace {
 
-double max_instructions_per_m16n8k16(const std::string& arch) {
+double max_instructions_per_m16n8k16(const std::string& arch, const KernelLaunch& k) {
+  if (k.summary.find("K over") != std::string::npos) return 4.0;  // Note [Sliced K]
   return arch == "sm_80" ? 2.5 : 2.75;
 }
 
@@ -92,7 +99,7 @@ TEST_P(MainLoop, FewInstructionsPerMmaAndNoInnerLoop) {
         if (mma_flops_per_warp(s.instructions[i].opcode) == 0)
           body += "\n  " + s.instructions[i].opcode + " " + join(s.instructions[i].operands);
       const double per_mma = s.instructions_per_m16n8k16();
-      EXPECT_LE(per_mma, max_instructions_per_m16n8k16(arch))
+      EXPECT_LE(per_mma, max_instructions_per_m16n8k16(arch, k))
           << k.name << ": " << loop.instructions << " instructions for " << loop.mma << " MMAs; "
           << k.summary << "\nthe loop besides its MMAs:" << body;
       std::cout << "[ main loop ] " << GetParam() << " " << arch << " " << k.name << ": "
@@ -147,31 +154,33 @@ TEST_P(MainLoop, EpiloguesStoreInPairs) {
   }
 }
 
-// Note [Weight-gradient micro-tiles] (codegen/emit_wgrad.cc): the weight-gradient partials'
-// FMA loops read each k step's operands as one 16-byte shared load per side, at most one shared
-// load per 8 FFMA (a thread's 4 x 4 micro-tile takes 16 FFMA per two loads; with its rows strided
-// across the threads it took eight loads, one per 2 FFMA).
-TEST(WeightGradientLoops, ReadSharedMemoryAsFloat4s) {
+// Note [Weight-gradient products on tensor cores] (codegen/device/dg_wgrad.cuh): the weight-
+// gradient partials multiply on tensor cores (no FFMA loop is left), four m16n8 tiles a warp with
+// one to three MMAs each; and Note [Weight-gradient k loop] (codegen/emit_wgrad.cc): the main
+// loop, the one for aligned operands, loads its stages 16 bytes at a time, with no element path.
+TEST(WeightGradientLoops, MultiplyOnTensorCoresAndLoadSixteenBytesAtATime) {
   for (const char* fixture : {"seed_expert_mlp_backward", "phi35moe_expert_mlp_backward"}) {
     for (const char* arch : {"sm_80", "sm_90a"}) {
       SCOPED_TRACE(std::string(fixture) + " " + arch);
       CompiledSass c;
       ASSERT_NO_FATAL_FAILURE(compile_with_sass(fixture, arch, &c));
-      int loops = 0;
+      int kernels = 0;
       for (const KernelLaunch& k : c.outcome.executable->plan().kernels) {
         if (k.name.find("wgrad_partials") == std::string::npos) continue;
+        ++kernels;
+        EXPECT_GE(k.split_terms, 1) << k.name;
         const SassStats s = analyze_sass(c.sass[k.name]);
-        for (int l : s.simt_loops) {
-          const SassLoop& loop = s.loops[l];
-          ++loops;
-          EXPECT_LE(8 * loop.shared_loads, loop.ffma) << k.name << " loop " << l;
-          for (int j = loop.begin; j <= loop.end; ++j) {
-            const std::string& op = s.instructions[j].opcode;
-            if (op.rfind("LDS", 0) == 0) EXPECT_EQ(op, "LDS.128") << k.name;
-          }
+        EXPECT_TRUE(s.simt_loops.empty()) << k.name << ": an FMA loop is left";
+        ASSERT_GE(s.main_mma_loop, 0) << k.name;
+        const SassLoop& loop = s.loops[s.main_mma_loop];
+        EXPECT_TRUE(loop.mma == 4 || loop.mma == 8 || loop.mma == 12) << loop.mma << " MMAs";
+        for (int j = loop.begin; j <= loop.end; ++j) {
+          const std::string& op = s.instructions[j].opcode;
+          if (op.rfind("LDG", 0) == 0)
+            EXPECT_NE(op.find(".128"), std::string::npos) << k.name << ": " << op;
         }
       }
-      EXPECT_GE(loops, 2) << "one FMA loop per weight-gradient problem";
+      EXPECT_EQ(kernels, 1);
     }
   }
 }
