@@ -97,13 +97,13 @@ std::string grouped_tc_source(LoweringContext& ctx, const std::vector<GemmKernel
   }
   std::string bs;
   for (const std::vector<std::string>& bj : b) bs += (bs.empty() ? "" : ", ") + by_problem(bj);
-  return kernel_header(name, 32 * t.warps_m * t.warps_n, params, ctx) + "  typedef " +
-         tile_template(t) + " Tile;\n  const unsigned problem = blockIdx.z;\n" +
+  return kernel_header(name, t.threads(), params, ctx) + "  typedef " + tile_template(t) +
+         " Tile;\n  const unsigned problem = blockIdx.z;\n" +
          "  const long long M = " + c_expr(first.M) + ", N = " + c_expr(first.N) + ";\n" +
          "  const long long c_base = 0;\n" + scratch + lambdas + tc_block_setup(nb) +
          tc_mainloop(nb, at, bkn, by_problem(a), by_problem(lda), bs, by_problem(ldb),
                      c_expr(first.K), false) +
-         branch_by_problem(epilogues) + "}\n";
+         tc_sum_slices(nb, tile_args) + branch_by_problem(epilogues) + "}\n";
 }
 
 // A grouped kernel on the scalar tile: one K loop over the block's problem's operands (the
@@ -161,8 +161,8 @@ void emit_grouped_gemm(LoweringContext& ctx, const std::vector<GemmKernelSpec>& 
   for (size_t v = 0; v < variants.size(); ++v) {
     const TileConfig& t = variants[v].tile;
     // Problem p on blockIdx.z == p.
-    KernelLaunch launch = variant_launch(base, variants, v, first.M, first.N, count,
-                                         tc ? 32 * t.warps_m * t.warps_n : 256);
+    KernelLaunch launch =
+        variant_launch(base, variants, v, first.M, first.N, count, tc ? t.threads() : 256);
     launch.nodes = nodes;
     launch.summary = std::to_string(problems.size()) + " problems on blockIdx.z:" + summary +
                      " M=" + first.M.to_string() + " N=" + first.N.to_string() +

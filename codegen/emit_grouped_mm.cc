@@ -96,7 +96,7 @@ void emit_grouped_mm(LoweringContext& ctx, const Node& node) {
   const bool tc = on_tensor_cores(p);
   const int bn = tc && *p.N.as_const() <= 64 ? 64 : (tc ? 128 : 64);
   const TileConfig t = tc ? TileConfig{64, bn, 32, 2, bn / 64, 3} : TileConfig{64, 64, 16, 1, 1, 1};
-  const int threads = tc ? 32 * t.warps_m * t.warps_n : 256;
+  const int threads = tc ? t.threads() : 256;
   const std::string E = std::to_string(p.experts), T = ctype(p.dtype);
 
   KernelParams params;

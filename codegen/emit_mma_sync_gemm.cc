@@ -37,13 +37,14 @@ std::string tc_source(LoweringContext& ctx, GemmKernelSpec& spec, const std::str
   const std::string tile_args = tc_tile_args(at, bkn, nb);
   const std::string epilogue =
       epilogue_call(spec, spec.params, staged.has_value(), "epi", !fallback);
-  return kernel_header(name, 32 * t.warps_m * t.warps_n, spec.params, ctx) + "  typedef " +
-         tile_template(t) + " Tile;\n" + "  const long long M = " + c_expr(spec.M) +
-         ", N = " + c_expr(spec.N) + ";\n" + "  const long long c_base = 0;\n" +
+  return kernel_header(name, t.threads(), spec.params, ctx) + "  typedef " + tile_template(t) +
+         " Tile;\n" + "  const long long M = " + c_expr(spec.M) + ", N = " + c_expr(spec.N) +
+         ";\n" + "  const long long c_base = 0;\n" +
          (staged ? scratch_fits(spec.products, *staged, tile_args) + scratch_pointer(tile_args)
                  : "") +
          epilogue_lambda(spec, "float", "epi", staged.has_value()) + tc_block_setup(NB) + loops +
-         (staged ? rank_staging_code(spec.products, *staged) : "") + epilogue + "}\n";
+         tc_sum_slices(NB, tile_args) + (staged ? rank_staging_code(spec.products, *staged) : "") +
+         epilogue + "}\n";
 }
 
 }  // namespace
@@ -75,7 +76,7 @@ void emit_gemm_fallback(LoweringContext& ctx, GemmKernelSpec& spec, const std::s
   launch.variant = variant;
   launch.fallback = true;
   launch.grid = {ceildiv(spec.M, SymExpr(t.bm)), ceildiv(spec.N, SymExpr(t.bn)), SymExpr(1)};
-  launch.block = {32 * t.warps_m * t.warps_n, 1, 1};
+  launch.block = {t.threads(), 1, 1};
   emit_mma_sync_kernel(ctx, spec, std::move(launch), t,
                        ", fallback for a call whose addresses or tensor maps the others refuse");
 }
@@ -86,10 +87,9 @@ void emit_mma_sync_gemm(LoweringContext& ctx, GemmKernelSpec& spec) {
   const std::string base = ctx.kernel_name(spec.what);
   for (size_t v = 0; v < variants.size(); ++v) {
     const TileConfig& t = variants[v].tile;
-    emit_mma_sync_kernel(
-        ctx, spec,
-        variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), 32 * t.warps_m * t.warps_n),
-        t, range_tag(variants, v));
+    emit_mma_sync_kernel(ctx, spec,
+                         variant_launch(base, variants, v, spec.M, spec.N, SymExpr(1), t.threads()),
+                         t, range_tag(variants, v));
   }
   emit_gemm_fallback(ctx, spec, base, static_cast<int>(variants.size()));
 }

@@ -8,12 +8,14 @@ namespace dg {
 std::string tile_template(const TileConfig& t) {
   return "DgGemmTile<" + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
          std::to_string(t.bk) + ", " + std::to_string(t.warps_m) + ", " +
-         std::to_string(t.warps_n) + ", " + std::to_string(t.stages) + ">";
+         std::to_string(t.warps_n) + ", " + std::to_string(t.stages) +
+         (t.slices_k > 1 ? ", " + std::to_string(t.slices_k) : "") + ">";
 }
 
 std::string tc_tag(const TileConfig& t) {
   return "[tensor cores " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
-         std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages";
+         std::to_string(t.bk) + ", " + std::to_string(t.stages) + " stages" +
+         (t.slices_k > 1 ? ", K over " + std::to_string(t.slices_k) + " warps" : "");
 }
 
 std::string tc_tile_args(bool at, bool bkn, int nb) {
@@ -77,16 +79,21 @@ std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::str
          ", m0, M, n0, N, 0, " + K + ");\n  }\n";
 }
 
+std::string tc_sum_slices(const std::string& nb, const std::string& tile_args) {
+  return "  float dg_sum[" + nb + "][Tile::Epilogue::MT][Tile::Epilogue::NT][4];\n" +
+         "  dg_gemm_sum_slices<" + tile_args + ">(acc, dg_sum);\n";
+}
+
 std::string epilogue_call(const GemmKernelSpec& spec, KernelParams& params, bool staged,
                           const std::string& epi, bool pair) {
   const std::string nb = std::to_string(spec.b.size());
   const std::string stores = epilogue_stores(spec, params, pair);
   if (!staged)
-    return stores + "  dg_gemm_epilogue<Tile, " + nb + ">(acc, m0, M, n0, N, " + epi +
+    return stores + "  dg_gemm_epilogue<Tile::Epilogue, " + nb + ">(dg_sum, m0, M, n0, N, " + epi +
            ", dg_stores);\n";
-  return stores + "  dg_gemm_epilogue_rank<Tile, " + nb + ", " +
+  return stores + "  dg_gemm_epilogue_rank<Tile::Epilogue, " + nb + ", " +
          std::to_string(spec.products.size()) + ", " + std::to_string(spec.products[0].k) +
-         ">(acc, m0, M, n0, N, dg_rank_at, " + epi + ", dg_stores);\n";
+         ">(dg_sum, m0, M, n0, N, dg_rank_at, " + epi + ", dg_stores);\n";
 }
 
 }  // namespace dg

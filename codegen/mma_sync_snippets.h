@@ -38,8 +38,12 @@ std::string tc_block_setup(const std::string& nb);
 std::string tc_mainloop(const std::string& nb, bool at, bool bkn, const std::string& a,
                         const std::string& lda, const std::string& b, const std::string& ldb,
                         const std::string& K, bool aligned_only);
-// The epilogue over the block's accumulators, its stores declared first (epilogue_stores): with
-// the staged products' values in registers (after rank_staging_code) or plain.
+// After the main loops: `dg_sum`, the accumulators summed over the tile's K slices in the layout
+// of Tile::Epilogue (Note [Sliced K] in codegen/device/dg_gemm_tile_sm80.cuh; without slices a
+// copy, which the compiler folds away).
+std::string tc_sum_slices(const std::string& nb, const std::string& tile_args);
+// The epilogue over `dg_sum`, its stores declared first (epilogue_stores): with the staged
+// products' values in registers (after rank_staging_code) or plain.
 std::string epilogue_call(const GemmKernelSpec& spec, KernelParams& params, bool staged,
                           const std::string& epi, bool pair = true);
 

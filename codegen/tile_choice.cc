@@ -7,9 +7,10 @@
 //   per MMA; 2 stages keep it in 48 KB of static shared memory.
 // - 64 x BN, 2 warps in M, 3 stages: the default.
 // - The small-M tile, 32 x 64, for the M where the default launches fewer than 2 x kFillCtas
-//   blocks: parallelism before reuse. For one B operand one warp of 32 x 64 with BK = 64 in 2
-//   stages (64 HMMA per k-tile; 28 KB, 8 blocks per SM); for two, two warps of 32 x 32 per
-//   operand, BK = 32, 3 stages.
+//   blocks: parallelism before reuse. For one B operand one warp tile of 32 x 64 with BK = 64 in 2
+//   stages (64 HMMA per k-tile; 28 KB, 8 blocks per SM); for two, two warp tiles of 32 x 32 per
+//   operand, BK = 32, 3 stages. Each warp tile is shared by 4 (one B) or 2 (two) warps over K
+//   (Note [Sliced K] in codegen/device/dg_gemm_tile_sm80.cuh): 4 warps a block, one per scheduler.
 // A warp's copies and fragment loads per HMMA grow as its tile shrinks: with one B operand, 32 x 32
 // warps took 3.7 instructions per HMMA in the backward's loop on sm_80, one 32 x 64 warp at BK = 32
 // 3.0, at BK = 64 2.3 (tests/static/main_loop_test.cc holds every variant to 2.5 on sm_80).
@@ -59,9 +60,10 @@ std::vector<TileVariant> tile_variants(const SymExpr& M, int64_t N, int nb) {
   const int64_t row_tiles = ceil_div(2 * kFillCtas, ceil_div(N, big.bn));
   const int64_t fill = big.bm * (row_tiles - 1) + 1;
   if (fill <= lo) return {{big, lo, m.hi}};
-  // One warp's 32 x 64 (32 x 32 per operand for two): 32 HMMA per k-tile, as the default's warps.
+  // One warp tile of 32 x 64 (32 x 32 per operand for two): 32 HMMA per k16 step, as the
+  // default's warps; its k16 steps shared by 4 warps (2 for two operands).
   const TileConfig small =
-      nb == 2 ? TileConfig{32, 64, 32, 1, 2, 3} : TileConfig{32, 64, 64, 1, 1, 2};
+      nb == 2 ? TileConfig{32, 64, 32, 1, 2, 3, 2} : TileConfig{32, 64, 64, 1, 1, 2, 4};
   if (m.hi < fill) return {{small, lo, m.hi}};
   return {{big, fill, m.hi}, {small, lo, fill - 1}};
 }

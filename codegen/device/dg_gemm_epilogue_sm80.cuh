@@ -15,7 +15,8 @@ template <class Tile>
 struct DgGemmLane {
   int wm, wn, g, t;  // the warp's tile origin; the lane's group and thread in group
   DG_DEVICE DgGemmLane() {
-    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // one-dimensional blocks
+    const unsigned lane = threadIdx.x % 32;                     // one-dimensional blocks
+    const unsigned warp = threadIdx.x / 32 % Tile::kWarpTiles;  // its tile in every K slice
     wm = static_cast<int>(warp / Tile::kWarpsN) * Tile::WM;
     wn = static_cast<int>(warp % Tile::kWarpsN) * Tile::WN;
     g = static_cast<int>(lane / 4);

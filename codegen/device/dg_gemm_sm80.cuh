@@ -69,16 +69,17 @@
 //   threadIdx.x is the thread's index (no blockDim reads) and copy loops unroll at compile time.
 
 // The warp's MMAs on one stage; fa and fb are the thread's fragment addresses in it (DgGemmFragA,
-// DgGemmFragB: B operand j's tile follows A's at kA + j * kB). UNROLL_K: the k16 steps unrolled
-// (the pipeline); rolled, they are one step's code (dg_gemm_unaligned_loop).
+// DgGemmFragB: B operand j's tile follows A's at kA + j * kB), at its slice's first k16 step (Note
+// [Sliced K] in dg_gemm_tile_sm80.cuh). UNROLL_K: the k16 steps unrolled (the pipeline); rolled,
+// they are one step's code (dg_gemm_unaligned_loop).
 template <class Tile, bool AT, bool BKN, int NB, bool UNROLL_K = true>
 DG_DEVICE void dg_gemm_stage_mma(float (&acc)[NB][Tile::MT][Tile::NT][4], const dg_bf16* fa,
                                  const dg_bf16* fb) {
   constexpr int kB = DgGemmStageCopies<Tile, AT, BKN, NB>::kB;
 #if defined(DG_ON_GPU)
-#pragma unroll(UNROLL_K ? Tile::BK / 16 : 1)
+#pragma unroll(UNROLL_K ? Tile::BK / 16 / Tile::kSlicesK : 1)
 #endif
-  for (int kk = 0; kk < Tile::BK; kk += 16) {
+  for (int kk = 0; kk < Tile::BK; kk += 16 * Tile::kSlicesK) {
     dg_u32 af[Tile::MT][4];
     DG_UNROLL
     for (int mt = 0; mt < Tile::MT; ++mt)
@@ -110,6 +111,16 @@ DG_DEVICE const T* dg_gemm_bytes_after(const T* p, int bytes) {
   return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + bytes);
 }
 
+// x, computed here: the compiler may neither recompute it nor move its computation into a loop.
+// The sliced tiles' fragment offsets (from the warp and lane) were recomputed in every k-tile
+// iteration, 20 instructions of 65 in the 32 x 64 tile's loop (Note [Sliced K]).
+DG_DEVICE int dg_gemm_fixed(int x) {
+#if defined(DG_ON_GPU)
+  asm volatile("" : "+r"(x));
+#endif
+  return x;
+}
+
 // What both main loops set up first: the warp's fragment addresses in stage 0 (DgGemmFragA,
 // DgGemmFragB), the number of BK tiles in [k_begin, k_end), and the length of tile 0, the K
 // residue (a whole BK when BK divides the range, 0 for an empty one; Note [Lean main loop]).
@@ -121,10 +132,15 @@ struct DgGemmWarpSetup {
   long long residue;
   DG_DEVICE DgGemmWarpSetup(const dg_bf16* smem, long long k_begin, long long k_end) {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // one-dimensional blocks
-    const int wm = static_cast<int>(warp / Tile::kWarpsN) * Tile::WM;
-    const int wn = static_cast<int>(warp % Tile::kWarpsN) * Tile::WN;
-    fa = smem + DgGemmFragA<Tile, AT>::offset(wm, lane);
-    fb = smem + DgGemmStageCopies<Tile, AT, BKN, NB>::kA + DgGemmFragB<Tile, BKN>::offset(wn, lane);
+    const unsigned tile = warp % Tile::kWarpTiles;
+    const int wm = static_cast<int>(tile / Tile::kWarpsN) * Tile::WM;
+    const int wn = static_cast<int>(tile % Tile::kWarpsN) * Tile::WN;
+    const int kk = 16 * static_cast<int>(warp / Tile::kWarpTiles);  // the slice's first k16 step
+    fa = smem + dg_gemm_fixed(DgGemmFragA<Tile, AT>::offset(wm, lane) +
+                              DgGemmFragA<Tile, AT>::step(0, kk));
+    fb = smem + DgGemmStageCopies<Tile, AT, BKN, NB>::kA +
+         dg_gemm_fixed(DgGemmFragB<Tile, BKN>::offset(wn, lane) +
+                       DgGemmFragB<Tile, BKN>::step(0, kk));
     const long long k_len = k_end > k_begin ? k_end - k_begin : 0;
     k_tiles = static_cast<int>((k_len + Tile::BK - 1) / Tile::BK);
     residue = k_len - static_cast<long long>(k_tiles > 0 ? k_tiles - 1 : 0) * Tile::BK;
@@ -252,6 +268,54 @@ DG_DEVICE void dg_gemm_mainloop(float (&acc)[NB][Tile::MT][Tile::NT][4], const d
   __syncthreads();  // shared memory may be reused by the caller (or the next mainloop) after this
 }
 
+// The block tile's accumulators summed over its K slices, in the layout of Tile::Epilogue (Note
+// [Sliced K] in dg_gemm_tile_sm80.cuh): slice s adds its values to a [BM][BN + 8] f32 buffer per
+// B operand in the main loop's shared memory, s = 0 first, then every thread reads its epilogue
+// elements. Without slices a copy. Every thread of the block must call it after the main loop;
+// the shared memory is free again when it returns.
+template <class Tile, bool AT, bool BKN, int NB>
+DG_DEVICE void dg_gemm_sum_slices(const float (&acc)[NB][Tile::MT][Tile::NT][4],
+                                  float (&sum)[NB][Tile::Epilogue::MT][Tile::Epilogue::NT][4]) {
+  typedef typename Tile::Epilogue Out;
+  if constexpr (Tile::kSlicesK == 1) {
+    DG_UNROLL
+    for (int j = 0; j < NB; ++j) DG_UNROLL
+    for (int mt = 0; mt < Tile::MT; ++mt) DG_UNROLL
+    for (int nt = 0; nt < Tile::NT; ++nt) DG_UNROLL
+    for (int i = 0; i < 4; ++i) sum[j][mt][nt][i] = acc[j][mt][nt][i];
+  } else {
+    // Rows BN + 8 floats apart: a warp's stores (row g, column 2t + e) fall in banks 8g + 2t + e.
+    constexpr int kLd = Tile::BN + 8, kPlane = Tile::BM * kLd;
+    static_assert(
+        4 * NB * kPlane <= 2 * Tile::kStages * DgGemmStageCopies<Tile, AT, BKN, NB>::kStage,
+        "the slices' sum fits the main loop's stages");
+    float* const buffer = reinterpret_cast<float*>(dg_gemm_smem<Tile, AT, BKN, NB>());
+    const int slice = static_cast<int>(threadIdx.x / 32 / Tile::kWarpTiles);
+    const DgGemmLane<Tile> lane;
+    for (int s = 0; s < Tile::kSlicesK; ++s) {
+      if (slice == s) {
+        DG_UNROLL
+        for (int j = 0; j < NB; ++j) DG_UNROLL
+        for (int mt = 0; mt < Tile::MT; ++mt) DG_UNROLL
+        for (int nt = 0; nt < Tile::NT; ++nt) DG_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          float* const p = buffer + j * kPlane + lane.row(mt, i) * kLd + lane.col(nt, i);
+          *p = s == 0 ? acc[j][mt][nt][i] : *p + acc[j][mt][nt][i];
+        }
+      }
+      __syncthreads();
+    }
+    const DgGemmLane<Out> out;
+    DG_UNROLL
+    for (int j = 0; j < NB; ++j) DG_UNROLL
+    for (int mt = 0; mt < Out::MT; ++mt) DG_UNROLL
+    for (int nt = 0; nt < Out::NT; ++nt) DG_UNROLL
+    for (int i = 0; i < 4; ++i)
+      sum[j][mt][nt][i] = buffer[j * kPlane + out.row(mt, i) * kLd + out.col(nt, i)];
+    __syncthreads();  // read by every thread before the caller reuses the shared memory
+  }
+}
+
 // One block's tile of C = A * B (or of A * B0 and A * B1) with N and K fixed at compile time: tile
 // (blockIdx.x, blockIdx.y) of the (M / BM) x (N / BN) grid, then the epilogue.
 template <class Tile, int N, int K, bool AT, bool BKN, int NB, class Epi>
@@ -269,5 +333,7 @@ DG_DEVICE void dg_gemm_tc(const dg_bf16* a, long long lda, const dg_bf16* b0, co
   for (int i = 0; i < 4; ++i) acc[j][mt][nt][i] = 0.0f;
   const dg_bf16* const b[2] = {b0, b1};
   dg_gemm_mainloop<Tile, AT, BKN, NB>(acc, a, lda, b, ldb, m0, M, n0, N, 0, K);
-  dg_gemm_epilogue<Tile, NB>(acc, m0, M, n0, N, epi);
+  float sum[NB][Tile::Epilogue::MT][Tile::Epilogue::NT][4];
+  dg_gemm_sum_slices<Tile, AT, BKN, NB>(acc, sum);
+  dg_gemm_epilogue<typename Tile::Epilogue, NB>(sum, m0, M, n0, N, epi);
 }

@@ -6,16 +6,33 @@
 #include "dg_mma_sm80.cuh"
 #include "dg_types.cuh"
 
-template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_>
+// Note [Sliced K]
+// A small-M tile (32 x 64, Note [Tile choice] in codegen/tile_choice.cc) has one or two warps'
+// tiles; with one block of it on an SM, its warps used one or two of the SM's four schedulers and
+// tensor units (the seed backward's 256 one-warp blocks at s = 512: half of each SM's units at
+// most). SLICES_K puts that many warps on each warp tile, each multiplying every SLICES_K-th k16
+// step of each stage (warp w is slice w / (WARPS_M WARPS_N)); the block's threads share the
+// copies. After the main loop dg_gemm_sum_slices adds the slices' accumulators in slice order
+// through shared memory and hands every warp its part of the sum in the layout of
+// Tile::Epilogue, the same tile split over SLICES_K times the warps (rows first), so the
+// epilogue runs on all of them. The sum's order is fixed: the bits do not depend on the launch.
+// They are not an unsliced tile's bits (the GEMM's fallback, a larger variant), which sums K in
+// order: the results agree to f32 rounding, a bf16 output to its last bit.
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int SLICES_K_ = 1>
 struct DgGemmTile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, kWarpsM = WARPS_M_, kWarpsN = WARPS_N_;
-  static constexpr int kStages = STAGES_;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kStages = STAGES_, kSlicesK = SLICES_K_;
+  static constexpr int kWarpTiles = kWarpsM * kWarpsN;
+  static constexpr int kThreads = 32 * kWarpTiles * kSlicesK;
   static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one warp's tile
   static constexpr int MT = WM / 16, NT = WN / 8;             // mma tiles per warp
   static constexpr int kPad = 8;  // 16 bytes per smem row: ldmatrix rows fall in distinct banks
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "warp tile: 16-multiples");
   static_assert(kStages >= 2, "at least double buffering");
+  static_assert(BK % (16 * kSlicesK) == 0, "whole k16 steps per slice");
+  // The epilogue's warps: each slice takes a part of every warp tile, rows first.
+  static constexpr int kSplitM = kSlicesK < MT ? kSlicesK : MT, kSplitN = kSlicesK / kSplitM;
+  typedef DgGemmTile<BM, BN, BK, kWarpsM * kSplitM, kWarpsN * kSplitN, kStages> Epilogue;
 };
 
 // Shared memory of one operand tile per stage: `rows` x `cols` bf16 plus padding.

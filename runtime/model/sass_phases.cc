@@ -153,6 +153,7 @@ double shared_bytes_per_iteration(const SassStats& s, const SassLoop& l) {
   for (int j = l.begin; j <= l.end; ++j) {
     const SassInstruction& ins = s.instructions[j];
     const std::string base = sass_base(ins.opcode);
+    if (ins.never) continue;
     if (base == "HGMMA") {
       bytes += hgmma_shared_bytes(ins);
     } else if (base == "LDSM") {

@@ -36,6 +36,7 @@ bool parse_line(const std::string& line, SassInstruction* out) {
   std::string word;
   if (!(in >> word)) return false;
   out->guarded = word[0] == '@' && word != "@PT";
+  out->never = word == "@!PT";
   if (word[0] == '@' && !(in >> word)) return false;  // the guard predicate
   out->opcode = word;
   std::string rest;

@@ -49,6 +49,9 @@ struct SassInstruction {
   std::vector<std::string> operands;  // as printed, the destination first where there is one
   int64_t branch_target = -1;         // BRA: the target address
   bool guarded = false;               // under a predicate (@P0, @!P1): it may fall through
+  // Under @!PT, false on every lane: it takes an issue slot and does nothing (ptxas's padding,
+  // `@!PT LDS RZ, [RZ]` beside cp.async), so it moves no bytes.
+  bool never = false;
 };
 
 struct SassLoop {

@@ -33,7 +33,11 @@ void expect_matches_reference(const Graph& g, const std::set<std::string>& disab
   CompileOutcome o = compile_graph(g, req);
   ASSERT_TRUE(o.ok()) << o.error;
   for (int64_t n : {0, 1, 37, 130}) {
-    testing::expect_matches_reference_at(g, *o.executable, "n", n, 40 + n);
+    // At the tensor's scale: an f32 output of a bf16 result (z2 below) moves by that result's last
+    // bit where its f32 sum lands near a rounding boundary, and the small-M tile sums K in
+    // another order than the reference (Note [Sliced K] in codegen/device/dg_gemm_tile_sm80.cuh).
+    testing::expect_matches_reference_at(g, *o.executable, "n", n, 40 + n,
+                                         ToleranceMode::kTensorScale);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

@@ -1,7 +1,7 @@
 // Note [sm_90a GEMMs]: the sm_90a source's GEMMs (wgmma fed by TMA, codegen/emit_wgmma.cc) run
 // under host emulation against the reference at token counts around every tile and stage
 // boundary, and a tensor map the driver would refuse (an operand off a 16-byte boundary) runs
-// the mma.sync fallback, counted and logged once, bit-equal to the mma.sync build (Note [Tensor
+// the mma.sync fallback, counted and logged once, with the mma.sync build's results (Note [Tensor
 // maps]).
 #include <gtest/gtest.h>
 
@@ -57,6 +57,19 @@ Compiled compile_sm90(const std::set<std::string>& disabled = {}) {
   CompileRequest req = sm90_request(4);
   req.disabled_passes = disabled;
   return testing::compile_text(kSwigluMlp, req);
+}
+
+// The fallback's output against the mma.sync build's (output 0, bf16). That build runs the
+// small-M tile at every M here (its range ends where the default tile fills two waves of 132
+// blocks), whose warps share each warp tile's K (Note [Sliced K] in
+// codegen/device/dg_gemm_tile_sm80.cuh): an f32 sum in another order, so a bf16 result may move
+// by its last bit where the sum lands near a rounding boundary. Within two of those (2^-7) of the
+// tensor's scale; a wrong row, column or k tile misses by far more.
+void expect_same_results(const std::vector<uint8_t>& fallback, const HostTensor& mma_sync,
+                         const std::string& where) {
+  HostTensor actual = mma_sync;
+  actual.bytes = fallback;
+  testing::expect_within_scale({actual}, {mma_sync}, 1.0 / 128, where);
 }
 
 int count_with(const KernelPlan& plan, const std::string& text) {
@@ -147,20 +160,20 @@ TEST(WgmmaGemm, RefusedTensorMapRunsTheFallbackCountedAndLoggedOnce) {
   size_t lines = 0;
   for (size_t at = log.find(tma); at != std::string::npos; at = log.find(tma, at + 1)) ++lines;
   EXPECT_EQ(lines, 1u) << log;
-  // The fallback runs the mma.sync kernel the sm_90a source without wgmma runs for this M: the
-  // same bits.
+  // The fallback runs an mma.sync kernel, as the sm_90a source without wgmma does: the same
+  // results, and the same bits call after call.
   Compiled off = compile_sm90({"wgmma"});
   ASSERT_TRUE(off.exe);
   auto mma_sync = run_on_host(*off.exe, inputs.value());
   ASSERT_TRUE(mma_sync.ok()) << mma_sync.message();
-  EXPECT_EQ(first, mma_sync.value()[0].bytes);
+  expect_same_results(first, mma_sync.value()[0], "n=200");
   EXPECT_EQ(second, first);
 }
 
 // Note [GEMM fallbacks]: x off its 16-byte boundary refuses the gate/up GEMM's tensor maps and y
 // off its pairs' boundary sends the down projection to its fallback too, at every M (the fallback
-// is one kernel for all of them); the results are the mma.sync build's bits at each tile and
-// stage boundary.
+// is one kernel for all of them); the results are the mma.sync build's at each tile and stage
+// boundary.
 TEST(WgmmaGemm, FallbacksMatchTheMmaSyncBuildAroundEveryTileBoundary) {
   Compiled c = compile_sm90();
   ASSERT_TRUE(c.exe);
@@ -174,7 +187,8 @@ TEST(WgmmaGemm, FallbacksMatchTheMmaSyncBuildAroundEveryTileBoundary) {
     ASSERT_TRUE(mma_sync.ok()) << mma_sync.message();
     const int64_t tma = runtime_stats().tma_fallback_launches;
     const int64_t unaligned = runtime_stats().unaligned_launches;
-    EXPECT_EQ(run_shifted(*c.exe, inputs.value(), 0, true), mma_sync.value()[0].bytes) << n;
+    expect_same_results(run_shifted(*c.exe, inputs.value(), 0, true), mma_sync.value()[0],
+                        "n=" + std::to_string(n));
     // Where the gate/up GEMM runs wgmma; the down projection's output is off at every M.
     EXPECT_EQ(runtime_stats().tma_fallback_launches - tma, n >= 65 ? 1 : 0) << n;
     EXPECT_GE(runtime_stats().unaligned_launches - unaligned, 1) << n;

@@ -16,22 +16,25 @@ namespace dg::emu::testing {
 namespace {
 
 struct Variant {
-  int bm, bn, warps_m, warps_n, stages, nb, bk = 32;
+  int bm, bn, warps_m, warps_n, stages, nb, bk = 32, slices_k = 1;
   std::string kernel() const {
     return "gemm_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
            "_w" + std::to_string(warps_m) + "x" + std::to_string(warps_n) + "_s" +
-           std::to_string(stages) + "_b" + std::to_string(nb);
+           std::to_string(stages) + "_b" + std::to_string(nb) +
+           (slices_k > 1 ? "_k" + std::to_string(slices_k) : "");
   }
-  int threads() const { return 32 * warps_m * warps_n; }
+  int threads() const { return 32 * warps_m * warps_n * slices_k; }
 };
 
 // The tile table's shapes: BM 32 / 64 / 128 (2 stages at 128), BN 64 or 128 with 64-column warps
-// for one B, BN 64 with 32-column warps for two; the small-M tile 32 x 64 with one warp and BK 64
-// for one B operand (2 stages), with 32-column warps for two.
+// for one B, BN 64 with 32-column warps for two; the small-M tile 32 x 64 with one warp tile and
+// BK 64 for one B operand (2 stages), with 32-column warp tiles for two, and both with their warp
+// tiles shared over K by 4 and 2 warps (Note [Sliced K]), as the table has them.
 const Variant kVariants[] = {
-    {32, 64, 1, 1, 3, 1},  {32, 128, 1, 2, 3, 1},  {64, 64, 2, 1, 3, 1},     {64, 128, 2, 2, 3, 1},
-    {128, 64, 4, 1, 2, 1}, {128, 128, 4, 2, 2, 1}, {32, 64, 1, 1, 2, 1, 64}, {32, 64, 1, 2, 3, 2},
-    {64, 64, 2, 2, 3, 2},  {128, 64, 4, 2, 2, 2},
+    {32, 64, 1, 1, 3, 1},     {32, 128, 1, 2, 3, 1},       {64, 64, 2, 1, 3, 1},
+    {64, 128, 2, 2, 3, 1},    {128, 64, 4, 1, 2, 1},       {128, 128, 4, 2, 2, 1},
+    {32, 64, 1, 1, 2, 1, 64}, {32, 64, 1, 2, 3, 2},        {64, 64, 2, 2, 3, 2},
+    {128, 64, 4, 2, 2, 2},    {32, 64, 1, 1, 2, 1, 64, 4}, {32, 64, 1, 2, 3, 2, 32, 2},
 };
 
 std::string variants_source() {
@@ -57,14 +60,18 @@ DG_DEVICE void variant(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, f
   float acc[NB][T::MT][T::NT][4] = {};
   const dg_bf16* const bs[2] = {b0, b1};
   dg_gemm_mainloop<T, false, false, NB>(acc, a, k, bs, k, m0, m, n0, n, 0, k);
-  if constexpr (NB == 1) dg_gemm_epilogue<T, 1>(acc, m0, m, n0, n, Store{c, n});
-  else dg_gemm_epilogue<T, 2>(acc, m0, m, n0, n, Dual{c, n});
+  typedef typename T::Epilogue E;
+  float sum[NB][E::MT][E::NT][4];
+  dg_gemm_sum_slices<T, false, false, NB>(acc, sum);
+  if constexpr (NB == 1) dg_gemm_epilogue<E, 1>(sum, m0, m, n0, n, Store{c, n});
+  else dg_gemm_epilogue<E, 2>(sum, m0, m, n0, n, Dual{c, n});
 }
 )cuda";
   for (const Variant& v : kVariants) {
     const std::string tile = "DgGemmTile<" + std::to_string(v.bm) + ", " + std::to_string(v.bn) +
                              ", " + std::to_string(v.bk) + ", " + std::to_string(v.warps_m) + ", " +
-                             std::to_string(v.warps_n) + ", " + std::to_string(v.stages) + ">";
+                             std::to_string(v.warps_n) + ", " + std::to_string(v.stages) + ", " +
+                             std::to_string(v.slices_k) + ">";
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(v.threads()) + ") " +
          v.kernel() +
          "(const dg_bf16* a, const dg_bf16* b0, const dg_bf16* b1, float* c, long long m, "

@@ -328,8 +328,10 @@ def test_graph_without_tensor_outputs_needs_no_executable(fresh, opts):
 def test_unaligned_operand_is_counted_and_exact():
     """Note [Unaligned operands]: x as a view one element into its storage (2 bytes past a 16-byte
     boundary) runs the GEMMs' fallback kernels and the rank-r partials' element-load loop, which
-    give the aligned run's bits and are counted in dyngen.stats()["unaligned_launches"]; aligned
-    tensors count nothing."""
+    give the aligned run's results and are counted in dyngen.stats()["unaligned_launches"];
+    aligned tensors count nothing. At 3 tokens the aligned run takes the small-M tile, whose warps
+    share K (Note [Sliced K]): its f32 sums run in another order than the fallback's, so a bf16
+    output may differ in its last bit; the same call gives the same bits every time."""
     exe = dyngen.compile_text(SEED_TEXT, "seed")
     ins = _seed_inputs(3)
     before = dyngen.stats()["unaligned_launches"]
@@ -341,7 +343,10 @@ def test_unaligned_operand_is_counted_and_exact():
     shifted.copy_(x)
     assert shifted.data_ptr() % 16 == (x.data_ptr() + 2) % 16 == 2
     (out,) = exe.run([shifted] + ins[1:])
-    assert torch.equal(out, aligned)
+    scale = max(1.0, aligned.float().abs().max().item())
+    torch.testing.assert_close(out.float(), aligned.float(), rtol=2**-7, atol=scale * 2**-7)
+    (again,) = exe.run([shifted] + ins[1:])
+    assert torch.equal(again, out)
     assert dyngen.stats()["unaligned_launches"] > before
 
 

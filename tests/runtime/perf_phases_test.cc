@@ -94,6 +94,15 @@ TEST(SharedOperandBytes, HgmmaDescriptorsAndLdmatrix) {
         /*0040*/                   EXIT ;
 )");
   EXPECT_DOUBLE_EQ(shared_bytes_per_iteration(hmma, hmma.loops[0]), 512 + 16 * 32);
+  // ptxas's `@!PT LDS RZ, [RZ]` beside cp.async never executes: no bytes.
+  SassStats padded = analyze_sass(R"(
+        /*0000*/                   LDSM.16.M88.4 R12, [R0] ;
+        /*0010*/              @!PT LDS RZ, [RZ] ;
+        /*0020*/                   HMMA.16816.F32.BF16 R16, R12, R14, R16 ;
+        /*0030*/               @P0 BRA 0x0 ;
+        /*0040*/                   EXIT ;
+)");
+  EXPECT_DOUBLE_EQ(shared_bytes_per_iteration(padded, padded.loops[0]), 512);
 }
 
 KernelEstimate tensor_work(double ctas, double flops) {
