@@ -261,7 +261,8 @@ struct Problem {
   int64_t P, Q, TP, TQ, tiles, offset;  // offset: first element in the partials' row
   // Operands of bf16 values (Note [Weight-gradient products on tensor cores]).
   bool a_exact = false, b_exact = false;
-  // bf16 MMAs per product, DgWgradMma::kTerms (Note [Weight-gradient products on tensor cores]).
+  // bf16 MMAs per product: the pairs of pieces DgWgradMma multiplies (Note [Weight-gradient
+  // products on tensor cores]).
   int split_terms() const { return a_exact && b_exact ? 1 : a_exact || b_exact ? 3 : 6; }
 };
 

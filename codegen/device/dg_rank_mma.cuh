@@ -21,14 +21,17 @@
 
 #if defined(DG_HAS_DEVICE)
 
-// The bf16 hi parts of (x0, x1) packed as an mma register (x0 in the low half) and, with LO, the
-// lo parts (x - hi, rounded): hi's floats are its halves shifted up, no second rounding.
-template <bool LO>
-DG_DEVICE void dg_rank_split_pair(float x0, float x1, dg_u32* hi, dg_u32* lo) {
-  *hi = dg_float2_to_bf16x2(x0, x1);
-  if constexpr (LO) {
-    const float h0 = dg_bits_as_float(*hi << 16), h1 = dg_bits_as_float(*hi & 0xffff0000u);
-    *lo = dg_float2_to_bf16x2(x0 - h0, x1 - h1);
+// (x0, x1) as PIECES bf16 pieces, each packed as an mma register (x0 in the low half): piece i
+// is bf16 of what the pieces before it leave, so x = p0 + p1 + ... to 2^-9 of the last piece.
+// The rank-r kernels take two (hi, lo), the weight gradients three (Note [Weight-gradient products
+// on tensor cores] in dg_wgrad.cuh).
+template <int PIECES>
+DG_DEVICE void dg_split_bf16_pair(float x0, float x1, dg_u32 (&piece)[PIECES]) {
+  DG_UNROLL
+  for (int i = 0; i < PIECES; ++i) {
+    piece[i] = dg_float2_to_bf16x2(x0, x1);
+    x0 -= dg_bf16x2_lo(piece[i]);  // exact: what is left has fewer bits than x
+    x1 -= dg_bf16x2_hi(piece[i]);
   }
 }
 
@@ -62,13 +65,17 @@ struct DgRankMma {
   DG_DEVICE void multiply(const float* a, const float* b, float (&c)[4]) const {
     a += a_off;
     b += b_off;
+    constexpr int kPiecesA = A_EXACT ? 1 : 2, kPiecesB = B_EXACT ? 1 : 2;
     DG_UNROLL
     for (int k = 0; k < KT; k += 16) {
       dg_u32 ah[4], al[4], bh[2], bl[2];
       DG_UNROLL
       for (int i = 0; i < 4; ++i) {  // a[i]: row g + 8 (i % 2), k 2t + 8 (i / 2)
         const float2 v = *reinterpret_cast<const float2*>(a + 8 * (i % 2) * a_ld + k + 8 * (i / 2));
-        dg_rank_split_pair<!A_EXACT>(v.x, v.y, &ah[i], &al[i]);
+        dg_u32 p[kPiecesA];
+        dg_split_bf16_pair<kPiecesA>(v.x, v.y, p);
+        ah[i] = p[0];
+        al[i] = p[kPiecesA - 1];  // read only when A needs its lo part
       }
       DG_UNROLL
       for (int i = 0; i < 2; ++i) {  // b[i]: k 2t + 8 i and + 1, column g
@@ -79,7 +86,10 @@ struct DgRankMma {
           v.x = b[(k + 8 * i) * b_ld];
           v.y = b[(k + 8 * i + 1) * b_ld];
         }
-        dg_rank_split_pair<!B_EXACT>(v.x, v.y, &bh[i], &bl[i]);
+        dg_u32 p[kPiecesB];
+        dg_split_bf16_pair<kPiecesB>(v.x, v.y, p);
+        bh[i] = p[0];
+        bl[i] = p[kPiecesB - 1];  // read only when B needs its lo part
       }
       dg_mma_m16n8k16_bf16(c, ah, bh, c);
       if constexpr (!A_EXACT) dg_mma_m16n8k16_bf16(c, al, bh, c);

@@ -18,8 +18,8 @@
 //   into the same registers, all of a stage's loads still issued before the first store.
 // - The values are the elements' bits: the products and their order are those of element loads.
 #pragma once
-#include "dg_mma_sm80.cuh"
 #include "dg_ops.cuh"
+#include "dg_rank_mma.cuh"
 #include "dg_types.cuh"
 
 #if defined(DG_HAS_DEVICE)
@@ -107,16 +107,6 @@ struct DgWgradLanes {
 // 260 floats apart, lane (g, t) reads bank 8 t + g, none shared. The accumulators stay f32; a
 // tile's products come from the same instructions in the same order on every run, and the chunks
 // still sum in chunk order.
-template <int PIECES>
-DG_DEVICE void dg_wgrad_split_pair(float x0, float x1, dg_u32 (&piece)[PIECES]) {
-  DG_UNROLL
-  for (int i = 0; i < PIECES; ++i) {
-    piece[i] = dg_float2_to_bf16x2(x0, x1);
-    x0 -= dg_bf16x2_lo(piece[i]);  // exact: v - p_i has fewer bits than v
-    x1 -= dg_bf16x2_hi(piece[i]);
-  }
-}
-
 template <int TP, int TQ, bool A_EXACT, bool B_EXACT>
 struct DgWgradMma {
   static constexpr int kStrips = TP / 16, kTiles = TQ / 8;
@@ -149,7 +139,7 @@ struct DgWgradMma {
       for (int i = 0; i < 4; ++i) {  // a[i]: row g + 8 (i % 2), k 2t + 8 (i / 2) and + 1
         const float* p = As + a_off + 16 * m + 8 * (i % 2) + 8 * (i / 2) * ld;
         dg_u32 pieces[kPiecesA];
-        dg_wgrad_split_pair<kPiecesA>(p[0], p[ld], pieces);
+        dg_split_bf16_pair<kPiecesA>(p[0], p[ld], pieces);
         DG_UNROLL
         for (int j = 0; j < kPiecesA; ++j) a[m][j][i] = pieces[j];
       }
@@ -161,7 +151,7 @@ struct DgWgradMma {
       for (int i = 0; i < 2; ++i) {  // b[i]: k 2t + 8 i and + 1, column g
         const float* p = Bs + b_off + 8 * n + 8 * i * ld;
         dg_u32 pieces[kPiecesB];
-        dg_wgrad_split_pair<kPiecesB>(p[0], p[ld], pieces);
+        dg_split_bf16_pair<kPiecesB>(p[0], p[ld], pieces);
         DG_UNROLL
         for (int j = 0; j < kPiecesB; ++j) b[j][i] = pieces[j];
       }
@@ -179,8 +169,6 @@ struct DgWgradMma {
       }
     }
   }
-  // bf16 MMAs per product (KernelLaunch::split_terms).
-  static constexpr int kTerms = A_EXACT && B_EXACT ? 1 : A_EXACT || B_EXACT ? 3 : 6;
 };
 
 DG_DEVICE bool dg_wgrad_aligned16(const void* p) {

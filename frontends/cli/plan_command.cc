@@ -65,6 +65,8 @@ std::string default_arch(const GpuSpec& gpu) { return gpu.name == "A100" ? "sm_8
 // The FLOPs of a kernel's fp32 contractions (the FFMA work of Note [Achievable estimate]).
 std::optional<double> simt_contraction_flops(const Graph& g, const KernelLaunch& k,
                                              const std::map<std::string, int64_t>& bindings) {
+  // Those on tensor cores are no FFMA work (KernelLaunch::split_terms, epilogue_mma_flops).
+  if (k.split_terms > 0) return 0.0;
   double total = 0;
   for (int n : k.nodes) {
     const Node& node = g.nodes.at(n);
@@ -74,8 +76,6 @@ std::optional<double> simt_contraction_flops(const Graph& g, const KernelLaunch&
     if (!v) return std::nullopt;
     total += static_cast<double>(*v);
   }
-  // Those on tensor cores are no FFMA work (KernelLaunch::split_terms, epilogue_mma_flops).
-  if (k.split_terms > 0) return 0.0;
   std::optional<int64_t> on_tensor = k.epilogue_mma_flops.evaluate(bindings);
   if (!on_tensor) return std::nullopt;
   return total - static_cast<double>(*on_tensor);

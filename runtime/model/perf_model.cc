@@ -143,15 +143,14 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
   // Note [Epilogue MMAs]: at the main loop's rate, after it.
   m.epilogue_tensor_seconds =
       busiest * (e.epilogue_mma_flops * e.epilogue_mma_terms / m.ctas) / sm_tensor;
-  const double epilogue_tensor = m.epilogue_tensor_seconds;
   m.memory_seconds = e.memory_seconds;
   struct Bound {
     double seconds;
     std::string name;
   };
-  std::vector<Bound> bounds = {
-      {m.tensor_seconds + epilogue_tensor + m.simt_seconds, e.tensor_flops > 0 ? "tensor" : "simt"},
-      {m.memory_seconds, "memory"}};
+  std::vector<Bound> bounds = {{m.tensor_seconds + m.epilogue_tensor_seconds + m.simt_seconds,
+                                e.tensor_flops > 0 ? "tensor" : "simt"},
+                               {m.memory_seconds, "memory"}};
   if (sass) {
     const double issuers = std::min<double>(gpu.schedulers_per_sm, resident * warps);
     // Warp-instructions per block: the prologue's all warps run, the rest the MMA warps.
@@ -215,7 +214,7 @@ KernelModel model_kernel(const KernelModelInput& in, const GpuSpec& gpu) {
       m.phases.push_back(phase("epilogue", {{"issue", issue_time(instructions[2], workers)},
                                             {"latency", latency(2)},
                                             {"simt", m.simt_seconds},
-                                            {"tensor", epilogue_tensor}}));
+                                            {"tensor", m.epilogue_tensor_seconds}}));
       m.phases.back().instructions_per_warp = after.instructions;
       m.phases.back().serial = after.serial;
       m.phases.back().rolled_loops = after.rolled_loops;
